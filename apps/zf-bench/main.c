@@ -1,0 +1,112 @@
+/* zf-bench: zflow's benchmarks. Prints figures, never asserts them.
+ *
+ *   zf-bench hop|copy|pipeline|all [--json] [--sizes 64,4KiB,1MiB]
+ *            [--seconds S] [--samples N]
+ */
+#include "bench.h"
+
+#include <zflow/zflow.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *out)
+{
+    fprintf(
+        out,
+        "usage: zf-bench BENCH [options]\n"
+        "\n"
+        "benchmarks:\n"
+        "  hop       one link between two threads, zero-copy (pool capsules)\n"
+        "  copy      the same hop with one memcpy of the payload per hop\n"
+        "  pipeline  source -> operator -> operator -> sink through the runtime\n"
+        "  all       hop, copy and pipeline\n"
+        "\n"
+        "options:\n"
+        "  --json          results as JSON (with the machine)\n"
+        "  --sizes LIST    payload sizes, e.g. 64,4KiB,1MiB (default 64,4KiB,1MiB,10MiB,100MiB)\n"
+        "  --seconds S     throughput phase per size (default 1)\n"
+        "  --samples N     latency samples per size (default 20000)\n"
+        "  -h, --help      this help\n");
+}
+
+static int parse_sizes(const char *arg, bench_opts *o)
+{
+    char *copy = strdup(arg), *save = NULL;
+    o->n_sizes = 0;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        uint64_t b;
+        if (zf_parse_size(tok, &b) != ZF_OK || o->n_sizes == 16) {
+            fprintf(stderr, "zf-bench: --sizes: %s\n", zf_last_error());
+            free(copy);
+            return -1;
+        }
+        o->sizes[o->n_sizes++] = (size_t)b;
+    }
+    free(copy);
+    return o->n_sizes ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+    bench_opts o = {.seconds = 1.0,
+                    .samples = 20000,
+                    .sizes = {64, 4096, 1u << 20, 10u << 20, 100u << 20},
+                    .n_sizes = 5};
+    const char *which = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--json")) {
+            o.json = true;
+        } else if (!strcmp(a, "--sizes") && i + 1 < argc) {
+            if (parse_sizes(argv[++i], &o) != 0)
+                return 2;
+        } else if (!strcmp(a, "--seconds") && i + 1 < argc) {
+            o.seconds = atof(argv[++i]);
+        } else if (!strcmp(a, "--samples") && i + 1 < argc) {
+            o.samples = (size_t)atol(argv[++i]);
+        } else if (a[0] != '-' && !which) {
+            which = a;
+        } else {
+            fprintf(stderr, "zf-bench: unknown argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!which) {
+        usage(stderr);
+        return 2;
+    }
+    bench_result res[64];
+    size_t n = 0;
+    int rc = 0;
+    bool all = !strcmp(which, "all");
+    if (all || !strcmp(which, "hop"))
+        rc |= bench_hop(&o, false, res, &n);
+    if (all || !strcmp(which, "copy"))
+        rc |= bench_hop(&o, true, res, &n);
+    if (all || !strcmp(which, "pipeline"))
+        rc |= bench_pipeline(&o, res, &n);
+    if (!n && !rc) {
+        fprintf(stderr, "zf-bench: unknown benchmark '%s'\n", which);
+        return 2;
+    }
+    if (o.json) {
+        printf("{");
+        bench_machine(stdout, true);
+        printf(",\"results\":[\n");
+        for (size_t i = 0; i < n; i++)
+            bench_print(stdout, &res[i], true, i == 0);
+        printf("\n]}\n");
+    } else {
+        bench_machine(stdout, false);
+        for (size_t i = 0; i < n; i++)
+            bench_print(stdout, &res[i], false, i == 0);
+    }
+    if (rc)
+        fprintf(stderr, "zf-bench: a benchmark failed: %s\n", zf_last_error());
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,172 @@
+/* zfctl: argument helpers, descriptor loading, formatting. */
+#include "zfctl.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Noreturn void usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "zfctl %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n(see 'zfctl %s --help')\n", cmd);
+    exit(EXIT_USAGE);
+}
+
+const char *args_value(int argc, char **argv, int *i, const char *cmd)
+{
+    const char *a = argv[*i];
+    const char *eq = strchr(a, '=');
+    if (a[0] == '-' && a[1] == '-' && eq)
+        return eq + 1;
+    if (*i + 1 >= argc)
+        usage_error(cmd, "%s needs a value", a);
+    return argv[++*i];
+}
+
+bool args_var(int argc, char **argv, int *i, flow_args *fa)
+{
+    const char *a = argv[*i];
+    if (strcmp(a, "--var") != 0 && strncmp(a, "--var=", 6) != 0)
+        return false;
+    const char *kv = args_value(argc, argv, i, "");
+    if (!strchr(kv, '=') || kv[0] == '=') {
+        fprintf(stderr, "zfctl: --var takes KEY=VALUE, got '%s'\n", kv);
+        exit(EXIT_USAGE);
+    }
+    const char **nv = realloc(fa->vars, (fa->n_vars + 1) * sizeof *nv);
+    if (!nv)
+        exit(EXIT_FAIL);
+    fa->vars = nv;
+    fa->vars[fa->n_vars++] = kv;
+    return true;
+}
+
+void print_diag(const zf_diag *d)
+{
+    for (size_t i = 0; i < zf_diag_count(d); i++) {
+        const zf_diag_entry *e = zf_diag_get(d, i);
+        fprintf(stderr, "%s:%u:%u: error: %s%s%s\n", e->file && *e->file ? e->file : "<input>",
+                e->line, e->col, e->field && *e->field ? e->field : "",
+                e->field && *e->field ? ": " : "", e->message);
+    }
+}
+
+zf_flow *load_flow(const flow_args *fa)
+{
+    zf_diag *d = zf_diag_new();
+    zf_flow_options opt = {.vars = fa->vars, .n_vars = fa->n_vars};
+    zf_flow *f = NULL;
+    zf_err e = zf_flow_load(fa->path, &opt, d, &f);
+    if (e != ZF_OK) {
+        if (zf_diag_count(d))
+            print_diag(d);
+        else
+            fprintf(stderr, "%s: error: %s\n", fa->path, zf_last_error());
+        f = NULL;
+    }
+    zf_diag_free(d);
+    return f;
+}
+
+const char *fmt_bytes(uint64_t b, char *buf, size_t n)
+{
+    if (b >= (1ull << 30))
+        snprintf(buf, n, "%.1f GiB", (double)b / (1ull << 30));
+    else if (b >= (1ull << 20))
+        snprintf(buf, n, "%.1f MiB", (double)b / (1ull << 20));
+    else if (b >= 1024)
+        snprintf(buf, n, "%.1f KiB", (double)b / 1024);
+    else
+        snprintf(buf, n, "%llu B", (unsigned long long)b);
+    return buf;
+}
+
+const char *fmt_ns(uint64_t ns, char *buf, size_t n)
+{
+    if (ns >= 1000000000ull)
+        snprintf(buf, n, "%.2f s", (double)ns / 1e9);
+    else if (ns >= 1000000ull)
+        snprintf(buf, n, "%.1f ms", (double)ns / 1e6);
+    else if (ns >= 1000ull)
+        snprintf(buf, n, "%.1f us", (double)ns / 1e3);
+    else
+        snprintf(buf, n, "%llu ns", (unsigned long long)ns);
+    return buf;
+}
+
+void print_nodes(FILE *out, const zf_instance_stats *s)
+{
+    uint64_t now = zf_clock_ns();
+    fprintf(out, "nodes:\n  %-22s %-8s %-9s %10s %7s %8s %6s %10s %12s  %s\n", "ID", "KIND",
+            "STATE", "CALLBACKS", "ERRORS", "SENT", "NOMEM", "BUSY", "PROGRESS", "REASON");
+    for (size_t i = 0; i < s->n_nodes; i++) {
+        const zf_node_stats *n = &s->nodes[i];
+        char busy[32], ago[32], since[40];
+        fmt_ns(n->busy_ns, busy, sizeof busy);
+        if (n->last_progress_ns)
+            snprintf(ago, sizeof ago, "%s ago",
+                     fmt_ns(now - n->last_progress_ns, since, sizeof since));
+        else
+            snprintf(ago, sizeof ago, "never");
+        fprintf(out, "  %-22s %-8s %-9s %10llu %7llu %8llu %6llu %10s %12s  %s\n", n->id,
+                zf_node_kind_name(n->kind), zf_node_state_name(n->state),
+                (unsigned long long)n->callbacks, (unsigned long long)n->errors,
+                (unsigned long long)n->sent, (unsigned long long)n->alloc_failures, busy, ago,
+                n->reason ? n->reason : "");
+    }
+}
+
+void print_links(FILE *out, const zf_instance_stats *s)
+{
+    fprintf(out, "links:\n  %-26s %-26s %-11s %5s %5s %5s %9s %9s %8s %10s\n", "FROM", "TO",
+            "POLICY", "CAP", "DEPTH", "HIGH", "ENQUEUED", "DEQUEUED", "DROPPED", "BLOCKED");
+    for (size_t i = 0; i < s->n_links; i++) {
+        const zf_link_info *l = &s->links[i];
+        char blocked[32];
+        fprintf(out, "  %-26s %-26s %-11s %5u %5llu %5llu %9llu %9llu %8llu %10s\n", l->from, l->to,
+                zf_policy_name(l->stats.policy), l->stats.capacity,
+                (unsigned long long)l->stats.depth, (unsigned long long)l->stats.high_water,
+                (unsigned long long)l->stats.enqueued, (unsigned long long)l->stats.dequeued,
+                (unsigned long long)l->stats.dropped,
+                fmt_ns(l->stats.blocked_ns, blocked, sizeof blocked));
+    }
+}
+
+void print_pool(FILE *out, const zf_instance_stats *s)
+{
+    char a[32], b[32], c[32];
+    fprintf(out, "pool: %s in use, high water %s, %s mapped, %llu allocations, %llu refused\n",
+            fmt_bytes(s->pool.bytes_in_use, a, sizeof a),
+            fmt_bytes(s->pool.bytes_high_water, b, sizeof b),
+            fmt_bytes(s->pool.bytes_mapped, c, sizeof c), (unsigned long long)s->pool.allocs,
+            (unsigned long long)s->pool.alloc_failures);
+}
+
+void print_report(FILE *out, const zf_stop_report *r)
+{
+    char a[32], b[32], c[32], d[32];
+    fprintf(out,
+            "stop: %llu in flight at stop, %llu delivered during drain, %llu dropped (%llu "
+            "during drain), %llu release callbacks, drained in %s%s\n",
+            (unsigned long long)r->in_flight_at_stop, (unsigned long long)r->delivered_in_drain,
+            (unsigned long long)r->dropped, (unsigned long long)r->dropped_in_drain,
+            (unsigned long long)r->releases, fmt_ns((uint64_t)r->drain_ns, d, sizeof d),
+            r->drain_timed_out ? " (drain timeout reached)" : "");
+    fprintf(out, "pool: %s in use before stop, %s after, high water %s\n",
+            fmt_bytes(r->pool_bytes_before, a, sizeof a),
+            fmt_bytes(r->pool_bytes_after, b, sizeof b),
+            fmt_bytes(r->pool_high_water, c, sizeof c));
+    if (r->nodes_abandoned)
+        fprintf(out, "abandoned nodes: %llu\n", (unsigned long long)r->nodes_abandoned);
+    if (r->holders[0])
+        fprintf(out, "held: %s\n", r->holders);
+    if (r->bytes_abandoned)
+        fprintf(out, "bytes held by abandoned nodes: %llu (released if they return)\n",
+                (unsigned long long)r->bytes_abandoned);
+    fprintf(out, "bytes still held in the pool: %llu%s\n", (unsigned long long)r->bytes_leaked,
+            r->bytes_leaked ? " (LEAKED)" : " (nothing leaked)");
+}

@@ -1,0 +1,46 @@
+/* zfctl: run, validate and draw dataflows. */
+#include "zfctl.h"
+
+#include <string.h>
+
+static const struct {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *help;
+} commands[] = {
+    {"run", cmd_run, "run a dataflow in this process until a duration or Ctrl-C"},
+    {"validate", cmd_validate, "check a descriptor and its node libraries"},
+    {"graph", cmd_graph, "print the graph as Graphviz DOT, or render it"},
+};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: zfctl COMMAND [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+    fprintf(out, "\n'zfctl COMMAND --help' describes a command.\n"
+                 "exit codes: 0 ok, 1 the dataflow failed or leaked, 2 usage, 3 invalid "
+                 "descriptor or library, 4 daemon error\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("zfctl %s (node ABI %u)\n", ZF_VERSION_STRING, ZF_ABI_VERSION);
+        return EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "zfctl: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return EXIT_USAGE;
+}

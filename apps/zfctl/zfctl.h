@@ -1,0 +1,54 @@
+/* zfctl: the command-line interface. Each command lives in its own file
+ * and uses the public API only. */
+#ifndef ZFCTL_H
+#define ZFCTL_H
+
+#include <zflow/zflow.h>
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Exit codes (documented in docs/zfctl.md). */
+enum {
+    EXIT_OK = 0,
+    EXIT_FAIL = 1,    /* the dataflow failed, or leaked */
+    EXIT_USAGE = 2,   /* bad command line */
+    EXIT_INVALID = 3, /* the descriptor or a node library is invalid */
+    EXIT_DAEMON = 4   /* the daemon is unreachable or refused */
+};
+
+/* Options shared by the commands that load a descriptor. */
+typedef struct flow_args {
+    const char *path;
+    const char **vars;
+    size_t n_vars;
+} flow_args;
+
+/* Consume "--var K=V" at argv[*i]; true if it was one. Exits on a bad one. */
+bool args_var(int argc, char **argv, int *i, flow_args *fa);
+/* The value of an option needing one, or exit with a usage error. */
+const char *args_value(int argc, char **argv, int *i, const char *cmd);
+/* Exit with "zfctl CMD: MSG" and a pointer to --help. */
+_Noreturn void usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Load a flow, printing every diagnostic; NULL on failure. */
+zf_flow *load_flow(const flow_args *fa);
+/* Print diagnostics to stderr ("file:line:col: error: field: message"). */
+void print_diag(const zf_diag *d);
+
+/* Human-readable sizes and durations. */
+const char *fmt_bytes(uint64_t b, char *buf, size_t n);
+const char *fmt_ns(uint64_t ns, char *buf, size_t n);
+
+/* Tables of an instance's statistics. */
+void print_nodes(FILE *out, const zf_instance_stats *s);
+void print_links(FILE *out, const zf_instance_stats *s);
+void print_pool(FILE *out, const zf_instance_stats *s);
+void print_report(FILE *out, const zf_stop_report *r);
+
+int cmd_run(int argc, char **argv);
+int cmd_validate(int argc, char **argv);
+int cmd_graph(int argc, char **argv);
+
+#endif

@@ -1,0 +1,657 @@
+/*
+ * zflow — a zero-copy dataflow runtime.
+ *
+ * This is the one public C API: errors, logging, capsules (zf_data), the
+ * shared-memory pool, bounded links, the node ABI, node configuration, and
+ * the embedding API (load a descriptor, run an instance).
+ *
+ * Conventions
+ * - Every function that can fail returns a zf_err; ZF_OK is 0.
+ * - "Owns" means "must eventually release": a zf_data handle with
+ *   zf_data_unref, other objects with their *_free / *_destroy function.
+ * - Each function's comment states who owns what after the call.
+ * - A failing call leaves a human-readable detail for the calling thread in
+ *   zf_last_error() (like dlerror): what went wrong and what was expected.
+ * - The library never prints; it logs through the logger set with
+ *   zf_log_set().
+ */
+#ifndef ZFLOW_H
+#define ZFLOW_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(ZF_STATIC_DEFINE)
+#define ZF_EXPORT
+#elif defined(ZF_BUILDING_LIBRARY)
+#define ZF_EXPORT __attribute__((visibility("default")))
+#else
+#define ZF_EXPORT
+#endif
+
+#if defined(__GNUC__)
+#define ZF_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define ZF_PRINTF(f, a)
+#endif
+
+#define ZF_VERSION_MAJOR  0
+#define ZF_VERSION_MINOR  1
+#define ZF_VERSION_PATCH  0
+#define ZF_VERSION_STRING "0.1.0"
+
+/** The node ABI version. A node library built against another version is
+ *  refused by the loader with ZF_EABI. */
+#define ZF_ABI_VERSION 1u
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+/* ------------------------------------------------------------------ */
+
+typedef enum zf_err {
+    ZF_OK = 0,
+    ZF_EINVAL,    /**< invalid argument or invalid input */
+    ZF_ENOMEM,    /**< out of memory, or a pool's max_bytes reached */
+    ZF_EAGAIN,    /**< would block: link full (try_send) or empty (try_pop) */
+    ZF_ETIMEDOUT, /**< a blocking call's timeout expired */
+    ZF_ECLOSED,   /**< the link, node or instance is closed / stopping */
+    ZF_ETYPE,     /**< type mismatch (ports, configuration value) */
+    ZF_ENOTFOUND, /**< no such file, node, port, instance or key */
+    ZF_EABI,      /**< not a zflow node library, or another ABI version */
+    ZF_ESYS,      /**< a system call failed (errno in zf_last_error) */
+    ZF_EPARSE,    /**< a descriptor or request could not be parsed */
+    ZF_ESTATE,    /**< the operation is not valid in the current state */
+    ZF_EBUSY,     /**< resource in use */
+    ZF_EPERM,     /**< not permitted */
+    ZF_EPROTO,    /**< control-protocol violation */
+    ZF_ENODE,     /**< a node callback reported failure */
+    ZF_EEXIST,    /**< already exists */
+    ZF_ERR_COUNT
+} zf_err;
+
+/** A static, English description of an error code ("invalid argument"). */
+ZF_EXPORT const char *zf_strerror(zf_err err);
+
+/** The symbolic name of an error code ("ZF_EINVAL"). */
+ZF_EXPORT const char *zf_errname(zf_err err);
+
+/** Detail of the last failed zflow call on this thread (never NULL; "" when
+ *  none). The string is owned by the library and valid until the next zflow
+ *  call on this thread. */
+ZF_EXPORT const char *zf_last_error(void);
+
+/* ------------------------------------------------------------------ */
+/* Logging and clock                                                   */
+/* ------------------------------------------------------------------ */
+
+typedef enum zf_log_level {
+    ZF_LOG_ERROR = 0,
+    ZF_LOG_WARN,
+    ZF_LOG_INFO,
+    ZF_LOG_DEBUG,
+    ZF_LOG_TRACE
+} zf_log_level;
+
+/** A logger: `scope` names the component or node ("pool", "node camera"),
+ *  `msg` is one line without a newline. Called from any thread; both strings
+ *  are valid only during the call. */
+typedef void (*zf_log_fn)(void *arg, zf_log_level level, const char *scope, const char *msg);
+
+/** Install the process-wide logger (NULL: discard everything) and the most
+ *  verbose level it receives. Not owned: `arg` must outlive its use. */
+ZF_EXPORT void zf_log_set(zf_log_fn fn, void *arg, zf_log_level max_level);
+
+/** A ready-made logger for applications: one line to stderr with a UTC
+ *  timestamp and the level. The library never installs it by itself. */
+ZF_EXPORT void zf_log_stderr(void *arg, zf_log_level level, const char *scope, const char *msg);
+
+/** Parse "error", "warn", "info", "debug", "trace". ZF_EINVAL otherwise. */
+ZF_EXPORT zf_err zf_log_level_parse(const char *s, zf_log_level *out);
+
+/** Monotonic clock in nanoseconds (CLOCK_MONOTONIC). */
+ZF_EXPORT uint64_t zf_clock_ns(void);
+
+/** Parse a duration ("16ms", "1.5s", "250us", "2m", "100ns") into ns.
+ *  A bare number is refused (units are required). ZF_EINVAL on error. */
+ZF_EXPORT zf_err zf_parse_duration(const char *s, int64_t *out_ns);
+
+/** Parse a size ("512MiB", "10MB", "4096", "64KiB") into bytes.
+ *  KiB/MiB/GiB are powers of 1024, kB/MB/GB of 1000. ZF_EINVAL on error. */
+ZF_EXPORT zf_err zf_parse_size(const char *s, uint64_t *out_bytes);
+
+/* ------------------------------------------------------------------ */
+/* Capsules and the pool                                               */
+/* ------------------------------------------------------------------ */
+
+/** A capsule: a reference-counted byte buffer plus metadata. A capsule with
+ *  one reference is unique and writable; once shared it is read-only. */
+typedef struct zf_data zf_data;
+
+/** A shared-memory pool (memfd-backed) that capsules are allocated from. */
+typedef struct zf_pool zf_pool;
+
+/** A node, as seen by its own callbacks. */
+typedef struct zf_node zf_node;
+
+typedef struct zf_pool_config {
+    uint64_t max_bytes;     /**< cap on bytes in use; 0 = unlimited */
+    uint64_t segment_bytes; /**< size of a small-block segment; 0 = 4 MiB */
+    const char *name;       /**< for logs and memfd names; may be NULL */
+} zf_pool_config;
+
+typedef struct zf_pool_stats {
+    uint64_t bytes_in_use;     /**< bytes of blocks handed out, headers included */
+    uint64_t bytes_high_water; /**< maximum of bytes_in_use */
+    uint64_t blocks_in_use;    /**< capsules alive in this pool */
+    uint64_t allocs;           /**< successful allocations */
+    uint64_t frees;            /**< blocks returned */
+    uint64_t alloc_failures;   /**< allocations refused (cap reached or no memory) */
+    uint64_t bytes_mapped;     /**< shared memory mapped (in use + cached free) */
+    uint64_t segments;         /**< memfd segments mapped */
+} zf_pool_stats;
+
+/** Create a pool. `cfg` may be NULL (defaults). On ZF_OK the caller owns
+ *  *out and releases it with zf_pool_destroy. Errors: ZF_EINVAL, ZF_ENOMEM,
+ *  ZF_ESYS (memfd_create or mmap failed). */
+ZF_EXPORT zf_err zf_pool_create(const zf_pool_config *cfg, zf_pool **out);
+
+/** Give up the caller's ownership of the pool. Memory is unmapped at once if
+ *  no capsule of the pool is alive, otherwise when the last one is released.
+ *  NULL is a no-op. */
+ZF_EXPORT void zf_pool_destroy(zf_pool *pool);
+
+/** Snapshot of the pool's accounting (lock-free, approximate under
+ *  concurrent use). */
+ZF_EXPORT void zf_pool_stats_get(const zf_pool *pool, zf_pool_stats *out);
+
+/** Allocate a unique, writable capsule of `len` bytes from `pool`. The bytes
+ *  are not zeroed. On ZF_OK the caller owns *out (one reference).
+ *  Errors: ZF_EINVAL (NULL argument), ZF_ENOMEM (cap reached or the system
+ *  refused more memory; never an OOM kill), ZF_ESYS. */
+ZF_EXPORT zf_err zf_pool_alloc(zf_pool *pool, size_t len, zf_data **out);
+
+/** Pre-fault memory for `count` capsules of `len` bytes, so that the first
+ *  frames of a pipeline do not pay for fresh pages (about 10 us per 4 KiB
+ *  page on small VMs): allocates them and releases them to the pool's free
+ *  lists. Counts against max_bytes while it runs. Errors: as zf_pool_alloc. */
+ZF_EXPORT zf_err zf_pool_reserve(zf_pool *pool, size_t len, size_t count);
+
+/** Pre-fault the node's instance pool for `count` capsules of `len` bytes
+ *  (see zf_pool_reserve); call it from init. */
+ZF_EXPORT zf_err zf_data_reserve(zf_node *node, size_t len, size_t count);
+
+/** Allocate from the pool of the node's instance; as zf_pool_alloc. */
+ZF_EXPORT zf_err zf_data_alloc(zf_node *node, size_t len, zf_data **out);
+
+/** A release callback for pinned memory. */
+typedef void (*zf_release_fn)(void *arg);
+
+/** Pin memory the caller owns into a capsule, without copying it. The
+ *  runtime calls release(arg) exactly once, on whatever thread drops the
+ *  last reference anywhere. `release` may be NULL (nothing to release).
+ *  The memory must stay valid and unchanged until then. On ZF_OK the caller
+ *  owns *out (one reference) and the capsule owns the memory; on error
+ *  nothing was taken and release is not called. Errors: ZF_EINVAL, ZF_ENOMEM. */
+ZF_EXPORT zf_err zf_data_wrap(void *ptr, size_t len, zf_release_fn release, void *arg,
+                              zf_data **out);
+
+/** Make a capsule over memory that lives as long as the process (string
+ *  literals, globals). An address on the calling thread's stack is refused
+ *  with ZF_EINVAL (use zf_data_alloc or zf_data_wrap instead). On ZF_OK the
+ *  caller owns *out. */
+ZF_EXPORT zf_err zf_data_static(const void *ptr, size_t len, zf_data **out);
+
+/** The bytes of a capsule (read-only once shared). */
+ZF_EXPORT const void *zf_data_ptr(const zf_data *d);
+/** The length in bytes. */
+ZF_EXPORT size_t zf_data_len(const zf_data *d);
+/** Bytes the buffer can hold (>= len; pool capsules may have slack). */
+ZF_EXPORT size_t zf_data_capacity(const zf_data *d);
+
+/** Writable access. A unique capsule returns its own buffer. A shared one is
+ *  first copied into a new unique pool capsule (copy on write): *d is
+ *  replaced by the copy and the caller's reference to the original is
+ *  dropped; other holders keep the untouched original. Returns NULL (and *d
+ *  is unchanged) when the copy cannot be allocated. */
+ZF_EXPORT void *zf_data_mut(zf_data **d);
+
+/** Shrink or grow the length of a unique capsule within its capacity.
+ *  Errors: ZF_EINVAL (len > capacity), ZF_ESTATE (shared capsule). */
+ZF_EXPORT zf_err zf_data_set_len(zf_data *d, size_t len);
+
+/** Take one more reference; returns d. The caller owns the new reference. */
+ZF_EXPORT zf_data *zf_data_ref(zf_data *d);
+
+/** Drop one reference; the last one frees the buffer (back to the pool, or
+ *  the release callback). NULL is a no-op. */
+ZF_EXPORT void zf_data_unref(zf_data *d);
+
+/** Number of references (a snapshot; for tests and diagnostics). */
+ZF_EXPORT unsigned zf_data_refcount(const zf_data *d);
+/** True when the caller holds the only reference. */
+ZF_EXPORT bool zf_data_is_unique(const zf_data *d);
+
+/** Metadata: creation timestamp (zf_clock_ns at allocation unless set) and
+ *  a sequence number (set by zf_send per output port unless set). */
+ZF_EXPORT uint64_t zf_data_timestamp(const zf_data *d);
+ZF_EXPORT uint64_t zf_data_seq(const zf_data *d);
+/** Setters require a unique capsule (ZF_ESTATE otherwise). */
+ZF_EXPORT zf_err zf_data_set_timestamp(zf_data *d, uint64_t ns);
+ZF_EXPORT zf_err zf_data_set_seq(zf_data *d, uint64_t seq);
+
+/** Process-wide counters of pinned memory: capsules made by zf_data_wrap and
+ *  release callbacks invoked so far. */
+typedef struct zf_wrap_stats {
+    uint64_t wrapped;
+    uint64_t released;
+} zf_wrap_stats;
+ZF_EXPORT void zf_wrap_stats_get(zf_wrap_stats *out);
+
+/* ------------------------------------------------------------------ */
+/* Links: bounded queues of capsules                                   */
+/* ------------------------------------------------------------------ */
+
+typedef enum zf_policy {
+    ZF_POLICY_BLOCK = 0,   /**< a full link makes the producer wait */
+    ZF_POLICY_DROP_OLDEST, /**< a full link drops its oldest capsule */
+    ZF_POLICY_DROP_NEWEST  /**< a full link drops the capsule being sent */
+} zf_policy;
+
+/** "block", "drop_oldest", "drop_newest", or NULL for an unknown value. */
+ZF_EXPORT const char *zf_policy_name(zf_policy p);
+
+typedef struct zf_link_config {
+    uint32_t capacity;  /**< messages; 0 = default (16) */
+    uint64_t max_bytes; /**< bytes queued; 0 = no byte limit */
+    zf_policy policy;
+} zf_link_config;
+
+typedef struct zf_link_stats {
+    uint64_t depth;      /**< messages queued now */
+    uint64_t bytes;      /**< bytes queued now */
+    uint64_t high_water; /**< maximum depth seen */
+    uint64_t enqueued;
+    uint64_t dequeued;
+    uint64_t dropped;    /**< by the policy, the breaker or closing */
+    uint64_t blocked_ns; /**< time producers spent waiting for room */
+    uint32_t capacity;
+    zf_policy policy;
+} zf_link_stats;
+
+typedef struct zf_link zf_link;
+
+/** Create a link (multi-producer, multi-consumer safe). `cfg` may be NULL.
+ *  On ZF_OK the caller owns *out. Errors: ZF_EINVAL, ZF_ENOMEM. */
+ZF_EXPORT zf_err zf_link_create(const zf_link_config *cfg, zf_link **out);
+
+/** Destroy a link; capsules still queued are released. NULL is a no-op.
+ *  No thread may be using the link. */
+ZF_EXPORT void zf_link_destroy(zf_link *link);
+
+/** Enqueue *d, consuming it: *d is NULL afterwards whatever the result.
+ *  A full `block` link waits up to timeout_ns (<0: forever) for room;
+ *  `drop_oldest` drops the oldest queued capsule; `drop_newest` drops *d
+ *  (counted in `dropped`, result ZF_OK). Errors: ZF_ETIMEDOUT (dropped),
+ *  ZF_ECLOSED (link closed; dropped), ZF_EINVAL. */
+ZF_EXPORT zf_err zf_link_push(zf_link *link, zf_data **d, int64_t timeout_ns);
+
+/** As zf_link_push, but a full `block` link returns ZF_EAGAIN at once and
+ *  the caller keeps *d. */
+ZF_EXPORT zf_err zf_link_try_push(zf_link *link, zf_data **d);
+
+/** Fan-out: enqueue one capsule on n links, adding a reference per extra
+ *  link. Consumes *d. Returns the first error met (each link still gets its
+ *  copy of the pointer when it has room). */
+ZF_EXPORT zf_err zf_link_push_all(zf_link *const *links, size_t n, zf_data **d, int64_t timeout_ns);
+
+/** Dequeue into *out (the caller owns it). Waits up to timeout_ns (<0:
+ *  forever): it spins briefly, then sleeps on a futex. Errors: ZF_ETIMEDOUT,
+ *  ZF_ECLOSED (closed and empty: end of stream). */
+ZF_EXPORT zf_err zf_link_pop(zf_link *link, zf_data **out, int64_t timeout_ns);
+
+/** As zf_link_pop without waiting: ZF_EAGAIN when empty. */
+ZF_EXPORT zf_err zf_link_try_pop(zf_link *link, zf_data **out);
+
+/** End of stream: later pushes fail with ZF_ECLOSED; consumers drain what
+ *  is queued, then get ZF_ECLOSED. Wakes every waiter. Idempotent. */
+ZF_EXPORT void zf_link_close(zf_link *link);
+
+ZF_EXPORT void zf_link_stats_get(const zf_link *link, zf_link_stats *out);
+
+/* ------------------------------------------------------------------ */
+/* Node configuration: a read-only, JSON-like tree                     */
+/* ------------------------------------------------------------------ */
+
+typedef struct zf_config zf_config;
+
+typedef enum zf_config_kind {
+    ZF_CFG_NULL = 0,
+    ZF_CFG_BOOL,
+    ZF_CFG_INT,
+    ZF_CFG_FLOAT,
+    ZF_CFG_STRING,
+    ZF_CFG_SEQ,
+    ZF_CFG_MAP
+} zf_config_kind;
+
+/** Kind of a value; ZF_CFG_NULL for a NULL pointer. */
+ZF_EXPORT zf_config_kind zf_config_kind_of(const zf_config *c);
+/** Member `key` of a map (a dotted path "a.b.c" descends maps), or NULL. */
+ZF_EXPORT const zf_config *zf_config_get(const zf_config *c, const char *key);
+/** Number of entries of a map or sequence, 0 otherwise. */
+ZF_EXPORT size_t zf_config_len(const zf_config *c);
+/** Entry i of a sequence or map (value), or NULL. */
+ZF_EXPORT const zf_config *zf_config_at(const zf_config *c, size_t i);
+/** Key of entry i of a map, or NULL. */
+ZF_EXPORT const char *zf_config_key_at(const zf_config *c, size_t i);
+/** Scalar as text (the source text of any scalar), or NULL if not a scalar. */
+ZF_EXPORT const char *zf_config_text(const zf_config *c);
+
+/** Typed lookups of `key` (dotted path) with a default when absent. A value
+ *  of the wrong kind returns ZF_ETYPE and leaves *out at the default. The
+ *  string stays owned by the tree. */
+ZF_EXPORT zf_err zf_config_string(const zf_config *c, const char *key, const char *def,
+                                  const char **out);
+ZF_EXPORT zf_err zf_config_int(const zf_config *c, const char *key, int64_t def, int64_t *out);
+ZF_EXPORT zf_err zf_config_float(const zf_config *c, const char *key, double def, double *out);
+ZF_EXPORT zf_err zf_config_bool(const zf_config *c, const char *key, bool def, bool *out);
+
+/* ------------------------------------------------------------------ */
+/* The node ABI                                                        */
+/* ------------------------------------------------------------------ */
+
+typedef enum zf_node_kind { ZF_SOURCE = 1, ZF_OPERATOR = 2, ZF_SINK = 3 } zf_node_kind;
+
+/** "source", "operator", "sink". */
+ZF_EXPORT const char *zf_node_kind_name(zf_node_kind k);
+
+typedef struct zf_port_decl {
+    const char *name; /**< port id, as in the descriptor */
+    const char *type; /**< "image/bgr8", ...; NULL or "any" accepts all */
+} zf_port_decl;
+
+/** What a node library declares. Exported through ZF_NODE_EXPORT. */
+typedef struct zf_node_decl {
+    uint32_t abi;      /**< ZF_ABI_VERSION */
+    zf_node_kind kind; /**< ZF_SOURCE, ZF_OPERATOR or ZF_SINK */
+    const char *name;  /**< for messages; may be NULL */
+    const zf_port_decl *inputs;
+    size_t n_inputs;
+    const zf_port_decl *outputs;
+    size_t n_outputs;
+    /** Read the configuration, allocate state. Non-OK fails the load; a
+     *  message given with zf_node_set_error is reported. May be NULL. */
+    zf_err (*init)(zf_node *n, void **state);
+    /** Free the state. Called once, after the last callback. May be NULL. */
+    void (*fini)(void *state);
+    /** Sources: produce and send. Called every `period`, or free-running
+     *  while the outputs have room. NULL for a source that sends from a
+     *  thread of its own (started in init, joined in fini). */
+    zf_err (*produce)(void *state, zf_node *n);
+    /** Operators and sinks: one capsule arrived on in_port. The callback
+     *  owns *d: it may keep it, forward it (zf_send NULLs it) or leave it;
+     *  whatever is left in *d is released by the runtime. */
+    zf_err (*on_input)(void *state, zf_node *n, unsigned in_port, zf_data **d);
+} zf_node_decl;
+
+/** The symbol a node library exports. */
+#define ZF_NODE_SYMBOL "zf_node_declare"
+typedef const zf_node_decl *(*zf_node_declare_fn)(void);
+
+/** Export `decl` (a zf_node_decl object) from a node library. */
+#define ZF_NODE_EXPORT(decl)                                                                       \
+    __attribute__((visibility("default"))) const zf_node_decl *zf_node_declare(void);              \
+    const zf_node_decl *zf_node_declare(void)                                                      \
+    {                                                                                              \
+        return &(decl);                                                                            \
+    }
+
+/* ---- calls a node makes on itself ---- */
+
+/** Send *d on output port `out_port`, consuming it (*d is NULL afterwards,
+ *  on success and on error alike). Fan-out adds a reference per extra link.
+ *  Inside a runtime callback it never sleeps: a full `block` link accepts
+ *  the capsule and parks the node after the callback. From a thread the
+ *  runtime does not own, it waits for room up to the node's send timeout
+ *  (default 1 s). Errors: ZF_EINVAL (bad port), ZF_ETIMEDOUT, ZF_ECLOSED
+ *  (the instance is stopping). */
+ZF_EXPORT zf_err zf_send(zf_node *n, unsigned out_port, zf_data **d);
+
+/** As zf_send with an explicit timeout for threads the runtime does not own
+ *  (<0: forever). Inside a callback the timeout is ignored. */
+ZF_EXPORT zf_err zf_send_timeout(zf_node *n, unsigned out_port, zf_data **d, int64_t timeout_ns);
+
+/** Never waits: ZF_EAGAIN when a `block` link of the port is full, and the
+ *  caller keeps *d; otherwise as zf_send. */
+ZF_EXPORT zf_err zf_try_send(zf_node *n, unsigned out_port, zf_data **d);
+
+/** Index of the input / output port named `name`, or -1. */
+ZF_EXPORT int zf_node_input(const zf_node *n, const char *name);
+ZF_EXPORT int zf_node_output(const zf_node *n, const char *name);
+
+/** The node's (flattened) id, e.g. "detect" or "outer>inner". */
+ZF_EXPORT const char *zf_node_id(const zf_node *n);
+
+/** The node's merged configuration (an empty map when none). Owned by the
+ *  runtime, valid until fini returns. */
+ZF_EXPORT const zf_config *zf_node_config(const zf_node *n);
+
+/** True once the instance is stopping: sources with their own thread
+ *  should stop sending and return. */
+ZF_EXPORT bool zf_node_stopping(const zf_node *n);
+
+/** Log through the process logger, scoped "node <id>". */
+ZF_EXPORT void zf_node_log(const zf_node *n, zf_log_level level, const char *fmt, ...)
+    ZF_PRINTF(3, 4);
+
+/** Attach a message to the error the current callback is about to return
+ *  (reported with the failure, e.g. init's). */
+ZF_EXPORT void zf_node_set_error(zf_node *n, const char *fmt, ...) ZF_PRINTF(2, 3);
+
+/* ------------------------------------------------------------------ */
+/* Descriptors                                                         */
+/* ------------------------------------------------------------------ */
+
+/** A loaded, flattened, structurally valid dataflow descriptor. */
+typedef struct zf_flow zf_flow;
+
+/** Diagnostics: every problem found, each with its place. */
+typedef struct zf_diag zf_diag;
+
+typedef struct zf_diag_entry {
+    const char *file;    /**< descriptor file (may be "" for a string) */
+    unsigned line;       /**< 1-based; 0 when unknown */
+    unsigned col;        /**< 1-based; 0 when unknown */
+    const char *field;   /**< the field concerned ("links[2].to.node"), or "" */
+    const char *message; /**< what is wrong and what was expected */
+} zf_diag_entry;
+
+/** Create an empty diagnostics list; the caller owns it. */
+ZF_EXPORT zf_diag *zf_diag_new(void);
+ZF_EXPORT void zf_diag_free(zf_diag *d);
+ZF_EXPORT size_t zf_diag_count(const zf_diag *d);
+/** Entry i (owned by d), or NULL. */
+ZF_EXPORT const zf_diag_entry *zf_diag_get(const zf_diag *d, size_t i);
+/** All entries as "file:line:col: field: message" lines; free() it. */
+ZF_EXPORT char *zf_diag_format(const zf_diag *d);
+
+typedef struct zf_flow_options {
+    const char *const *vars; /**< "KEY=VALUE" strings overriding `vars` */
+    size_t n_vars;
+} zf_flow_options;
+
+/** Load and flatten a descriptor file and check its structure (ids, ports,
+ *  links, types, sizes, durations). Node libraries are not opened (see
+ *  zf_flow_check_libraries). `opt` may be NULL. Every problem found is added
+ *  to `diag` (may be NULL). On ZF_OK the caller owns *out (zf_flow_free).
+ *  Errors: ZF_ENOTFOUND (file), ZF_EPARSE (YAML), ZF_EINVAL (content). */
+ZF_EXPORT zf_err zf_flow_load(const char *path, const zf_flow_options *opt, zf_diag *diag,
+                              zf_flow **out);
+
+/** As zf_flow_load on text; relative paths resolve against `base_dir`
+ *  (NULL: the current directory) and messages name `name`. */
+ZF_EXPORT zf_err zf_flow_load_string(const char *text, size_t len, const char *name,
+                                     const char *base_dir, const zf_flow_options *opt,
+                                     zf_diag *diag, zf_flow **out);
+
+ZF_EXPORT void zf_flow_free(zf_flow *f);
+
+/** The flow's `name`. Owned by f. */
+ZF_EXPORT const char *zf_flow_name(const zf_flow *f);
+
+/** Open every node library (and Python file) and check it declares the kind,
+ *  ports and types the descriptor says. Problems go to diag. Errors:
+ *  ZF_ENOTFOUND, ZF_EABI, ZF_ETYPE (first problem's code). */
+ZF_EXPORT zf_err zf_flow_check_libraries(const zf_flow *f, zf_diag *diag);
+
+/** The flattened graph as JSON (nodes, links, mapping). free() it. */
+ZF_EXPORT char *zf_flow_to_json(const zf_flow *f);
+
+/** The graph as Graphviz DOT. free() it. */
+ZF_EXPORT char *zf_flow_to_dot(const zf_flow *f);
+
+/* ------------------------------------------------------------------ */
+/* Runtime: workers, instances                                         */
+/* ------------------------------------------------------------------ */
+
+/** Worker threads, timers and the watchdog, shared by instances. */
+typedef struct zf_runtime zf_runtime;
+
+/** A running dataflow. */
+typedef struct zf_instance zf_instance;
+
+typedef struct zf_runtime_options {
+    unsigned workers;   /**< worker threads; 0 = one per online CPU */
+    const char *worker; /**< this worker's name (for `mapping`); may be NULL */
+} zf_runtime_options;
+
+/** Start worker threads. `opt` may be NULL. Caller owns *out
+ *  (zf_runtime_destroy). Errors: ZF_ENOMEM, ZF_ESYS. */
+ZF_EXPORT zf_err zf_runtime_create(const zf_runtime_options *opt, zf_runtime **out);
+
+/** Stop the workers. Every instance must have been destroyed first. */
+ZF_EXPORT void zf_runtime_destroy(zf_runtime *rt);
+
+typedef enum zf_instance_state {
+    ZF_INSTANCE_CREATED = 0,
+    ZF_INSTANCE_RUNNING,
+    ZF_INSTANCE_SUSPENDED,
+    ZF_INSTANCE_DRAINING,
+    ZF_INSTANCE_DESTROYED,
+    ZF_INSTANCE_FAILED
+} zf_instance_state;
+
+ZF_EXPORT const char *zf_instance_state_name(zf_instance_state s);
+
+typedef enum zf_node_state {
+    ZF_NODE_RUNNING = 0,
+    ZF_NODE_DEGRADED, /**< hung or failing; its inputs shed load */
+    ZF_NODE_FAILED,   /**< gave up (init failed, or abandoned at stop) */
+    ZF_NODE_DONE      /**< saw end of stream on every input */
+} zf_node_state;
+
+ZF_EXPORT const char *zf_node_state_name(zf_node_state s);
+
+typedef struct zf_instance_options {
+    const char *name;         /**< instance name; NULL: the flow's name */
+    uint64_t max_memory;      /**< pool cap; 0: the descriptor's, else none */
+    int64_t drain_timeout_ns; /**< 0: the descriptor's, else 2 s */
+} zf_instance_options;
+
+/** Load every node library, create links and the pool, `init` every node.
+ *  The instance is CREATED. `f` is copied; the caller keeps it. Problems go
+ *  to diag (may be NULL). Caller owns *out (zf_instance_destroy).
+ *  Errors: ZF_ENOTFOUND, ZF_EABI, ZF_ETYPE, ZF_ENODE (an init failed). */
+ZF_EXPORT zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f,
+                                    const zf_instance_options *opt, zf_diag *diag,
+                                    zf_instance **out);
+
+/** The instance's UUID v4 ("xxxxxxxx-xxxx-4xxx-..."). Owned by the instance. */
+ZF_EXPORT const char *zf_instance_uuid(const zf_instance *inst);
+ZF_EXPORT const char *zf_instance_name(const zf_instance *inst);
+ZF_EXPORT zf_instance_state zf_instance_state_get(const zf_instance *inst);
+
+/** CREATED or SUSPENDED -> RUNNING. ZF_ESTATE otherwise. */
+ZF_EXPORT zf_err zf_instance_start(zf_instance *inst);
+
+/** RUNNING -> SUSPENDED: sources stop producing; queues and memory are kept
+ *  and operators keep draining what is queued. ZF_ESTATE otherwise. */
+ZF_EXPORT zf_err zf_instance_suspend(zf_instance *inst);
+
+/** The report of a graceful stop. */
+typedef struct zf_stop_report {
+    uint64_t in_flight_at_stop;  /**< capsules queued when the sources stopped */
+    uint64_t delivered_in_drain; /**< capsules consumed during the drain */
+    uint64_t dropped;            /**< total dropped on every link */
+    uint64_t dropped_in_drain;   /**< dropped while draining */
+    uint64_t releases;           /**< release callbacks invoked by this instance */
+    uint64_t pool_bytes_before;  /**< pool bytes in use when the stop began */
+    uint64_t pool_bytes_after;   /**< after every node's fini */
+    uint64_t bytes_abandoned;    /**< of those, held by abandoned nodes (released
+                                      if they ever return) */
+    uint64_t bytes_leaked;       /**< after - abandoned: held by nobody; must be 0 */
+    uint64_t pool_high_water;
+    uint64_t nodes_abandoned; /**< hung nodes left behind */
+    int64_t drain_ns;         /**< how long the drain took */
+    bool drain_timed_out;
+    char holders[512]; /**< who holds leaked bytes, or abandoned nodes */
+} zf_stop_report;
+
+/** Graceful stop: stop sources, let end-of-stream flow through every link
+ *  until every sink has seen it (bounded by the drain timeout), fini every
+ *  node in reverse topological order, release every capsule. Then the
+ *  instance is DESTROYED. `report` may be NULL. Idempotent. */
+ZF_EXPORT zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report);
+
+/** Stop (if not yet) and free the instance. NULL is a no-op. */
+ZF_EXPORT void zf_instance_destroy(zf_instance *inst);
+
+/** Statistics of a node. */
+typedef struct zf_node_stats {
+    const char *id; /**< owned by the instance */
+    zf_node_kind kind;
+    zf_node_state state;
+    const char *reason;        /**< why DEGRADED/FAILED ("" otherwise) */
+    uint64_t since_ns;         /**< zf_clock_ns when the state began */
+    uint64_t callbacks;        /**< produce / on_input calls completed */
+    uint64_t errors;           /**< callbacks that returned non-OK */
+    uint64_t alloc_failures;   /**< ZF_ENOMEM seen by zf_data_alloc */
+    uint64_t sent;             /**< capsules sent */
+    uint64_t last_progress_ns; /**< zf_clock_ns of the last completed callback */
+    uint64_t busy_ns;          /**< time spent in callbacks */
+    uint64_t degraded_count;   /**< times it became DEGRADED */
+} zf_node_stats;
+
+/** Statistics of a link between two ports. */
+typedef struct zf_link_info {
+    const char *from; /**< "node.port", owned by the instance */
+    const char *to;
+    zf_link_stats stats;
+} zf_link_info;
+
+typedef struct zf_instance_stats {
+    zf_instance_state state;
+    uint64_t state_since_ns;
+    zf_pool_stats pool;
+    zf_wrap_stats wraps; /**< this instance's pinned capsules */
+    size_t n_nodes;
+    zf_node_stats *nodes;
+    size_t n_links;
+    zf_link_info *links;
+} zf_instance_stats;
+
+/** Snapshot of every counter. Caller owns *out (zf_instance_stats_free). */
+ZF_EXPORT zf_err zf_instance_stats_get(zf_instance *inst, zf_instance_stats **out);
+ZF_EXPORT void zf_instance_stats_free(zf_instance_stats *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZFLOW_H */

@@ -1,0 +1,68 @@
+/* Internal helpers shared by every layer: error detail, logging, memory,
+ * a growable string buffer. Names are zfi_ (internal, hidden symbols). */
+#ifndef ZFI_COMMON_H
+#define ZFI_COMMON_H
+
+#include "zflow/zflow.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ZFI_UNUSED(x)    ((void)(x))
+#define ZFI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define ZFI_LIKELY(x)    __builtin_expect(!!(x), 1)
+#define ZFI_UNLIKELY(x)  __builtin_expect(!!(x), 0)
+#define ZFI_CACHELINE    64
+
+/* Set this thread's zf_last_error() detail and return `code`. */
+zf_err zfi_error(zf_err code, const char *fmt, ...) ZF_PRINTF(2, 3);
+zf_err zfi_verror(zf_err code, const char *fmt, va_list ap);
+/* Clear the detail (successful calls need not). */
+void zfi_error_clear(void);
+
+/* Log through the installed logger; a no-op when none or level too verbose. */
+void zfi_log(zf_log_level level, const char *scope, const char *fmt, ...) ZF_PRINTF(3, 4);
+void zfi_vlog(zf_log_level level, const char *scope, const char *fmt, va_list ap);
+bool zfi_log_enabled(zf_log_level level);
+
+/* A programmer error (broken invariant): log at ERROR, then abort. If no
+ * logger is installed the message goes to stderr, the one place the library
+ * writes by itself: the process is about to die. */
+_Noreturn void zfi_fatal(const char *scope, const char *fmt, ...) ZF_PRINTF(2, 3);
+
+/* Memory: NULL on failure (callers handle it). */
+void *zfi_calloc(size_t n, size_t size);
+char *zfi_strdup(const char *s);
+char *zfi_strndup(const char *s, size_t n);
+char *zfi_asprintf(const char *fmt, ...) ZF_PRINTF(1, 2);
+/* Grow *items (of `size` bytes each) so that it holds at least `need`
+ * elements; *cap is updated. Returns false on allocation failure. */
+bool zfi_grow(void **items, size_t *cap, size_t need, size_t size);
+
+/* A growable NUL-terminated string buffer. `failed` sticks after an
+ * allocation failure; zfi_buf_steal then returns NULL. */
+typedef struct zfi_buf {
+    char *s;
+    size_t len, cap;
+    bool failed;
+} zfi_buf;
+
+void zfi_buf_init(zfi_buf *b);
+void zfi_buf_free(zfi_buf *b);
+void zfi_buf_append(zfi_buf *b, const char *s, size_t n);
+void zfi_buf_puts(zfi_buf *b, const char *s);
+void zfi_buf_printf(zfi_buf *b, const char *fmt, ...) ZF_PRINTF(2, 3);
+void zfi_buf_vprintf(zfi_buf *b, const char *fmt, va_list ap);
+/* A JSON string literal with quotes and escapes (NULL gives null). */
+void zfi_buf_json_str(zfi_buf *b, const char *s);
+/* Take the string (caller frees); the buffer is reset. NULL on failure. */
+char *zfi_buf_steal(zfi_buf *b);
+
+/* Levenshtein distance, for "did you mean" suggestions. */
+size_t zfi_edit_distance(const char *a, const char *b);
+/* The candidate nearest to `word` within a reasonable distance, or NULL. */
+const char *zfi_nearest(const char *word, const char *const *candidates, size_t n);
+
+#endif

@@ -1,0 +1,250 @@
+/* Fields of nodes and links: ports and their types, queues, zflow's runtime
+ * settings, and the Zenoh built-in nodes zflow refuses. */
+#include "graph/loader.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- runtime settings ---- */
+
+static const char *const isolations[] = {"thread", "process"};
+static const char *const restarts[] = {"never", "on-failure", "always"};
+
+void zfi_parse_settings(zfi_loader *ld, const zf_config *map, const char *prefix, const char *id,
+                        zf_node_kind kind, bool composite, zfi_settings *out)
+{
+    zfi_settings s = ZFI_SETTINGS_INIT;
+    char f[ZFI_FIELD_MAX];
+    const zf_config *c;
+    if ((c = zfi_config_member(map, "period"))) {
+        zfi_field(f, prefix, "period");
+        if (composite || kind != ZF_SOURCE)
+            zfi_err(ld, ZF_EINVAL, c, f,
+                    "'period' applies to sources only, and '%s' is %s: remove it (operators "
+                    "and sinks run when data arrives)",
+                    id,
+                    composite         ? "a composite operator"
+                    : kind == ZF_SINK ? "a sink"
+                                      : "an operator");
+        else
+            zfi_want_duration(ld, c, f, &s.period_ns);
+    }
+    if ((c = zfi_config_member(map, "hang_timeout")))
+        zfi_want_duration(ld, c, zfi_field(f, prefix, "hang_timeout"), &s.hang_ns);
+    if ((c = zfi_config_member(map, "send_timeout")))
+        zfi_want_duration(ld, c, zfi_field(f, prefix, "send_timeout"), &s.send_ns);
+    if ((c = zfi_config_member(map, "error_window")))
+        zfi_want_duration(ld, c, zfi_field(f, prefix, "error_window"), &s.window_ns);
+    if ((c = zfi_config_member(map, "max_errors"))) {
+        zfi_field(f, prefix, "max_errors");
+        if (c->kind != ZF_CFG_INT || c->i < 1 || c->i > UINT32_MAX)
+            zfi_err(ld, ZF_EINVAL, c, f,
+                    "expected a whole number of errors of at least 1, found %s%s%s%s",
+                    zfi_kind_name(c), c->text ? " '" : "", c->text ? c->text : "",
+                    c->text ? "'" : "");
+        else
+            s.max_errors = (uint32_t)c->i;
+    }
+    if ((c = zfi_config_member(map, "isolation")))
+        zfi_want_enum(ld, c, zfi_field(f, prefix, "isolation"), isolations, 2, &s.isolation);
+    if ((c = zfi_config_member(map, "restart")))
+        zfi_want_enum(ld, c, zfi_field(f, prefix, "restart"), restarts, 3, &s.restart);
+    *out = s;
+}
+
+void zfi_settings_under(zfi_settings *into, const zfi_settings *low)
+{
+    if (!into->period_ns)
+        into->period_ns = low->period_ns;
+    if (!into->hang_ns)
+        into->hang_ns = low->hang_ns;
+    if (!into->send_ns)
+        into->send_ns = low->send_ns;
+    if (!into->window_ns)
+        into->window_ns = low->window_ns;
+    if (!into->max_errors)
+        into->max_errors = low->max_errors;
+    if (into->isolation < 0)
+        into->isolation = low->isolation;
+    if (into->restart < 0)
+        into->restart = low->restart;
+}
+
+void zfi_settings_apply(zfi_node *n, const zfi_settings *s)
+{
+    n->period_ns = n->kind == ZF_SOURCE ? s->period_ns : 0;
+    n->hang_timeout_ns = s->hang_ns;
+    n->send_timeout_ns = s->send_ns;
+    n->error_window_ns = s->window_ns;
+    n->max_errors = s->max_errors;
+    n->isolation = s->isolation == 1 ? ZFI_ISOLATION_PROCESS : ZFI_ISOLATION_THREAD;
+    n->restart = s->restart == 2   ? ZFI_RESTART_ALWAYS
+                 : s->restart == 1 ? ZFI_RESTART_ON_FAILURE
+                                   : ZFI_RESTART_NEVER;
+}
+
+/* ---- ports ---- */
+
+void zfi_ports_free(zfi_port *p, size_t n)
+{
+    for (size_t i = 0; p && i < n; i++) {
+        free(p[i].name);
+        free(p[i].type);
+    }
+    free(p);
+}
+
+static const char *port_type(zfi_loader *ld, const zf_config *t, const char *field)
+{
+    const char *s = zfi_want_text(ld, t, field);
+    if (!s)
+        return NULL;
+    bool bad = !*s;
+    for (const char *p = s; *p && !bad; p++)
+        bad = (unsigned char)*p <= ' ';
+    if (bad) {
+        zfi_err(ld, ZF_EINVAL, t, field,
+                "'%s' is not a port type: expected a name without blanks such as "
+                "\"image/bgr8\" (or \"any\")",
+                s);
+        return NULL;
+    }
+    return s;
+}
+
+bool zfi_parse_ports(zfi_loader *ld, const zf_config *list, const char *field, const char *what,
+                     zfi_port **out, size_t *n)
+{
+    static const char *const port_fields[] = {"id", "type"};
+    *out = NULL;
+    *n = 0;
+    if (!zfi_want_seq(ld, list, field, false))
+        return true;
+    size_t cap = 0;
+    for (size_t i = 0; i < list->n; i++) {
+        const zf_config *item = list->items[i];
+        char f[ZFI_FIELD_MAX], g[ZFI_FIELD_MAX];
+        zfi_field_at(f, field, i);
+        const char *name = NULL, *type = "any";
+        const zf_config *at = item;
+        if (item->kind == ZF_CFG_MAP) {
+            zfi_known(ld, item, f, "a port", port_fields, 2);
+            at = zfi_config_member(item, "id");
+            if (!at) {
+                zfi_err(ld, ZF_EINVAL, item, f, "missing 'id': a port is a name or {id, type}");
+                continue;
+            }
+            const zf_config *t = zfi_config_member(item, "type");
+            if (t && !(type = port_type(ld, t, zfi_field(g, f, "type"))))
+                type = "any";
+            if (!zfi_want_id(ld, at, zfi_field(g, f, "id"), what, &name))
+                continue;
+        } else if (item->kind == ZF_CFG_SEQ) {
+            zfi_err(ld, ZF_EINVAL, item, f, "expected a port name or {id, type}, found %s",
+                    zfi_kind_name(item));
+            continue;
+        } else if (!zfi_want_id(ld, item, f, what, &name)) {
+            continue;
+        }
+        size_t j = 0;
+        while (j < *n && strcmp((*out)[j].name, name))
+            j++;
+        if (j < *n) {
+            zfi_err(ld, ZF_EINVAL, at, f,
+                    "duplicate %s id '%s' (first at line %u): port ids of a node are unique", what,
+                    name, (*out)[j].line);
+            continue;
+        }
+        if (*n >= ZFI_MAX_PORTS) {
+            zfi_err(ld, ZF_EINVAL, at, f, "more than %d %ss: refusing the node", ZFI_MAX_PORTS,
+                    what);
+            break;
+        }
+        if (!zfi_grow((void **)out, &cap, *n + 1, sizeof **out))
+            return false;
+        zfi_port *p = &(*out)[*n];
+        p->name = zfi_strdup(name);
+        p->type = zfi_strdup(type);
+        p->line = at->line;
+        p->col = at->col;
+        if (!p->name || !p->type) {
+            free(p->name);
+            free(p->type);
+            return false;
+        }
+        (*n)++;
+    }
+    return true;
+}
+
+/* ---- queues ---- */
+
+static const char *const policies[] = {"block", "drop_oldest", "drop_newest"};
+
+const char *zfi_policy_word(zf_policy p)
+{
+    return (unsigned)p < ZFI_ARRAY_LEN(policies) ? policies[p] : NULL;
+}
+
+const char *zfi_kind_word(zf_node_kind k)
+{
+    static const char *const kinds[] = {"node", "source", "operator", "sink"};
+    return (unsigned)k < ZFI_ARRAY_LEN(kinds) ? kinds[k] : "node";
+}
+
+void zfi_parse_queue(zfi_loader *ld, const zf_config *q, const char *field, zf_link_config *out)
+{
+    static const char *const queue_fields[] = {"capacity", "max_bytes", "policy"};
+    char f[ZFI_FIELD_MAX];
+    if (!zfi_want_map(ld, q, field, false))
+        return;
+    zfi_known(ld, q, field, "a queue", queue_fields, 3);
+    const zf_config *c;
+    if ((c = zfi_config_member(q, "capacity"))) {
+        zfi_field(f, field, "capacity");
+        if (c->kind != ZF_CFG_INT || c->i < 1 || c->i > ZFI_MAX_CAPACITY)
+            zfi_err(ld, ZF_EINVAL, c, f,
+                    "the capacity must be a positive integer from 1 to %d messages, found %s%s%s%s",
+                    ZFI_MAX_CAPACITY, zfi_kind_name(c), c->text ? " '" : "", c->text ? c->text : "",
+                    c->text ? "'" : "");
+        else
+            out->capacity = (uint32_t)c->i;
+    }
+    if ((c = zfi_config_member(q, "max_bytes")))
+        zfi_want_size(ld, c, zfi_field(f, field, "max_bytes"), &out->max_bytes);
+    if ((c = zfi_config_member(q, "policy"))) {
+        int p = 0;
+        if (zfi_want_enum(ld, c, zfi_field(f, field, "policy"), policies, 3, &p))
+            out->policy = (zf_policy)p;
+    }
+}
+
+/* ---- Zenoh built-ins ---- */
+
+bool zfi_refuse_zenoh(zfi_loader *ld, const zf_config *map, const char *prefix, const char *id)
+{
+    static const struct {
+        const char *key, *what, *instead;
+    } builtins[] = {
+        {"zenoh-subscribers", "subscriber source", "a source"},
+        {"zenoh-publishers", "publisher sink", "a sink"},
+    };
+    bool refused = false;
+    for (size_t b = 0; b < ZFI_ARRAY_LEN(builtins); b++) {
+        for (size_t k = 0; map && map->kind == ZF_CFG_MAP && k < map->n; k++) {
+            if (strcmp(map->keys[k], builtins[b].key))
+                continue;
+            char f[ZFI_FIELD_MAX];
+            zfi_mark m = map->key_marks ? map->key_marks[k] : (zfi_mark){map->line, map->col};
+            zfi_diag_add(ld->diag, ZF_EINVAL, map->file, m.line, m.col,
+                         zfi_field(f, prefix, builtins[b].key),
+                         "node '%s' is Zenoh-Flow's built-in Zenoh %s ('%s'): zflow has no "
+                         "Zenoh, so it cannot run it; implement %s with a library or a Python "
+                         "file instead",
+                         id, builtins[b].what, builtins[b].key, builtins[b].instead);
+            refused = true;
+        }
+    }
+    return refused;
+}

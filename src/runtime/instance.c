@@ -1,0 +1,545 @@
+/* The runtime object and instance creation: load every node, create the
+ * links and the pool, init the nodes; start, suspend; statistics.
+ * The graceful stop lives in stop.c. */
+#include "runtime/runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define DEFAULT_DRAIN_TIMEOUT_NS 2000000000LL
+
+const char *zf_instance_state_name(zf_instance_state s)
+{
+    switch (s) {
+    case ZF_INSTANCE_CREATED:
+        return "CREATED";
+    case ZF_INSTANCE_RUNNING:
+        return "RUNNING";
+    case ZF_INSTANCE_SUSPENDED:
+        return "SUSPENDED";
+    case ZF_INSTANCE_DRAINING:
+        return "DRAINING";
+    case ZF_INSTANCE_DESTROYED:
+        return "DESTROYED";
+    case ZF_INSTANCE_FAILED:
+        return "FAILED";
+    }
+    return "UNKNOWN";
+}
+
+/* ---- runtime ---- */
+
+zf_err zf_runtime_create(const zf_runtime_options *opt, zf_runtime **out)
+{
+    if (!out)
+        return zfi_error(ZF_EINVAL, "zf_runtime_create: out is NULL");
+    *out = NULL;
+    zf_runtime *rt = zfi_calloc(1, sizeof *rt);
+    if (!rt)
+        return zfi_error(ZF_ENOMEM, "zf_runtime_create: out of memory");
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    rt->target_workers = opt && opt->workers ? opt->workers : (unsigned)(cpus > 0 ? cpus : 1);
+    rt->worker_name = zfi_strdup(opt && opt->worker ? opt->worker : "local");
+    pthread_mutex_init(&rt->q_mu, NULL);
+    pthread_mutex_init(&rt->mu, NULL);
+    pthread_cond_init(&rt->cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&rt->timer_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    zf_err err = zfi_workers_start(rt);
+    if (err == ZF_OK)
+        err = zfi_timer_start(rt);
+    if (err != ZF_OK) {
+        zf_runtime_destroy(rt);
+        return err;
+    }
+    zfi_log(ZF_LOG_DEBUG, "runtime", "started %u workers", rt->target_workers);
+    *out = rt;
+    return ZF_OK;
+}
+
+void zf_runtime_destroy(zf_runtime *rt)
+{
+    if (!rt)
+        return;
+    for (;;) {
+        pthread_mutex_lock(&rt->mu);
+        zf_instance *inst = rt->instances;
+        pthread_mutex_unlock(&rt->mu);
+        if (!inst)
+            break;
+        zfi_log(ZF_LOG_WARN, "runtime", "instance %s still alive at runtime destroy: stopping it",
+                inst->uuid);
+        zf_instance_destroy(inst);
+    }
+    zfi_timer_stop(rt);
+    zfi_workers_stop(rt);
+    free(rt->q);
+    free(rt->worker_name);
+    pthread_cond_destroy(&rt->timer_cv);
+    pthread_cond_destroy(&rt->cv);
+    /* Threads stuck in abandoned nodes never touch the runtime again, but
+     * they were counted under rt->mu: leave the mutexes be. */
+    if (rt->stuck_workers == 0) {
+        pthread_mutex_destroy(&rt->mu);
+        pthread_mutex_destroy(&rt->q_mu);
+    }
+    free(rt);
+}
+
+/* ---- instance creation ---- */
+
+static void free_node(zf_node *n)
+{
+    if (!n)
+        return;
+    zfi_unload_node(&n->lib, false);
+    for (size_t o = 0; o < n->n_out; o++)
+        free(n->out[o].links);
+    free(n->out);
+    free(n->in);
+    free(n->err_times);
+    free(n);
+}
+
+static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out)
+{
+    const zfi_node *nd = &inst->flow->nodes[i];
+    zf_node *n = zfi_calloc(1, sizeof *n);
+    if (!n)
+        return zfi_error(ZF_ENOMEM, "out of memory");
+    n->inst = inst;
+    n->desc = nd;
+    n->index = i;
+    if (nd->isolation == ZFI_ISOLATION_PROCESS) {
+        free(n);
+        return zfi_diag_add(diag, ZF_EINVAL, nd->file, nd->line, nd->col, "isolation",
+                            "node '%s': isolation: process is not available in this build; "
+                            "use isolation: thread",
+                            nd->id);
+    }
+    zf_err err = zfi_load_node(nd, inst->flow->file, &n->lib, diag);
+    if (err != ZF_OK) {
+        free(n);
+        return err;
+    }
+    n->decl = n->lib.decl;
+    n->n_in = n->decl->n_inputs;
+    n->n_out = n->decl->n_outputs;
+    n->hang_timeout_ns = nd->hang_timeout_ns;
+    n->send_timeout_ns = nd->send_timeout_ns;
+    n->error_window_ns = nd->error_window_ns;
+    n->max_errors = nd->max_errors ? nd->max_errors : 5;
+    n->in = zfi_calloc(n->n_in, sizeof *n->in);
+    n->out = zfi_calloc(n->n_out, sizeof *n->out);
+    n->err_times = zfi_calloc(n->max_errors, sizeof *n->err_times);
+    n->node_state = ZF_NODE_RUNNING;
+    n->state_since_ns = zf_clock_ns();
+    if (!n->in || !n->out || !n->err_times) {
+        free_node(n);
+        return zfi_error(ZF_ENOMEM, "out of memory");
+    }
+    *out = n;
+    return ZF_OK;
+}
+
+static zf_err wire_links(zf_instance *inst, zf_diag *diag)
+{
+    const zf_flow *f = inst->flow;
+    inst->links = zfi_calloc(f->n_links, sizeof *inst->links);
+    if (!inst->links)
+        return zfi_error(ZF_ENOMEM, "out of memory");
+    inst->n_links = f->n_links;
+    for (size_t i = 0; i < f->n_links; i++) {
+        const zfi_link *fl = &f->links[i];
+        zf_node *from = inst->nodes[fl->from], *to = inst->nodes[fl->to];
+        zf_err err = zf_link_create(&fl->queue, &inst->links[i]);
+        if (err != ZF_OK)
+            return zfi_diag_add(diag, err, fl->file, fl->line, fl->col, "queue", "%s",
+                                zf_last_error());
+        zf_link *l = inst->links[i];
+        zfi_link_set_hooks(l, zfi_node_on_data, to, zfi_node_on_room, from);
+        zfi_out *o = &from->out[from->lib.out_map[fl->from_port]];
+        zf_link **nl = realloc(o->links, (o->n + 1) * sizeof *nl);
+        if (!nl)
+            return zfi_error(ZF_ENOMEM, "out of memory");
+        o->links = nl;
+        o->links[o->n++] = l;
+        to->in[to->lib.in_map[fl->to_port]] = l;
+    }
+    for (size_t i = 0; i < inst->n_nodes; i++) {
+        zf_node *n = inst->nodes[i];
+        for (size_t p = 0; p < n->n_in; p++)
+            if (!n->in[p])
+                return zfi_diag_add(diag, ZF_EINVAL, n->desc->file, n->desc->line, n->desc->col,
+                                    "inputs", "node '%s': input '%s' is not connected", n->desc->id,
+                                    n->decl->inputs[p].name);
+        for (size_t p = 0; p < n->n_out; p++)
+            if (!n->out[p].n)
+                return zfi_diag_add(diag, ZF_EINVAL, n->desc->file, n->desc->line, n->desc->col,
+                                    "outputs", "node '%s': output '%s' is not connected",
+                                    n->desc->id, n->decl->outputs[p].name);
+    }
+    return ZF_OK;
+}
+
+/* Topological order (sources first); nodes on cycles follow in index order. */
+static zf_err topo_sort(zf_instance *inst)
+{
+    const zf_flow *f = inst->flow;
+    size_t n = inst->n_nodes;
+    size_t *indeg = zfi_calloc(n, sizeof *indeg);
+    bool *placed = zfi_calloc(n, sizeof *placed);
+    inst->topo = zfi_calloc(n, sizeof *inst->topo);
+    if (!indeg || !placed || !inst->topo) {
+        free(indeg);
+        free(placed);
+        return zfi_error(ZF_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < f->n_links; i++)
+        indeg[f->links[i].to]++;
+    size_t k = 0;
+    for (bool progress = true; progress;) {
+        progress = false;
+        for (size_t i = 0; i < n; i++) {
+            if (placed[i] || indeg[i])
+                continue;
+            placed[i] = true;
+            inst->topo[k++] = i;
+            progress = true;
+            for (size_t j = 0; j < f->n_links; j++)
+                if (f->links[j].from == i)
+                    indeg[f->links[j].to]--;
+        }
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!placed[i])
+            inst->topo[k++] = i;
+    free(indeg);
+    free(placed);
+    return ZF_OK;
+}
+
+/* Run init for every node, in topological order. */
+static zf_err init_nodes(zf_instance *inst, zf_diag *diag)
+{
+    zfi_ctx *ctx = zfi_ctx_get();
+    zfi_ctx saved = *ctx;
+    zf_err err = ZF_OK;
+    for (size_t k = 0; k < inst->n_nodes && err == ZF_OK; k++) {
+        zf_node *n = inst->nodes[inst->topo[k]];
+        if (!n->decl->init) {
+            n->initialized = true;
+            continue;
+        }
+        ctx->pool = inst->pool;
+        ctx->acct = inst->acct;
+        ctx->node = n;
+        ctx->held = &n->held;
+        n->error_msg[0] = '\0';
+        zf_err e = n->decl->init(n, &n->state);
+        if (e == ZF_OK) {
+            n->initialized = true;
+            continue;
+        }
+        char why[320];
+        if (n->error_msg[0])
+            snprintf(why, sizeof why, "%s", n->error_msg);
+        else
+            snprintf(why, sizeof why, "%s (%s)", zf_strerror(e), zf_errname(e));
+        err = zfi_diag_add(diag, ZF_ENODE, n->desc->file, n->desc->line, n->desc->col, "library",
+                           "node '%s': init failed: %s", n->desc->id, why);
+    }
+    *ctx = saved;
+    return err;
+}
+
+static void fini_node(zf_node *n)
+{
+    if (!n->initialized || !n->decl->fini)
+        return;
+    zfi_ctx *ctx = zfi_ctx_get();
+    zfi_ctx saved = *ctx;
+    ctx->pool = n->inst->pool;
+    ctx->acct = n->inst->acct;
+    ctx->node = n;
+    ctx->held = &n->held;
+    n->decl->fini(n->state);
+    *ctx = saved;
+    n->initialized = false;
+}
+
+/* Fini every node in reverse topological order (sinks first). */
+void zfi_instance_fini_nodes(zf_instance *inst)
+{
+    for (size_t k = inst->n_nodes; k-- > 0;) {
+        zf_node *n = inst->nodes[inst->topo[k]];
+        if (!atomic_load(&n->abandoned))
+            fini_node(n);
+    }
+}
+
+/* Free everything (no abandoned node may reference it). */
+void zfi_instance_free(zf_instance *inst)
+{
+    for (size_t i = 0; i < inst->n_links; i++)
+        zf_link_destroy(inst->links[i]);
+    free(inst->links);
+    for (size_t i = 0; i < inst->n_nodes; i++)
+        free_node(inst->nodes[i]);
+    free(inst->nodes);
+    free(inst->topo);
+    zf_pool_destroy(inst->pool);
+    zfi_acct_unref(inst->acct);
+    zf_flow_free(inst->flow);
+    pthread_mutex_destroy(&inst->mu);
+    pthread_cond_destroy(&inst->cv);
+    free(inst->name);
+    free(inst);
+}
+
+zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_options *opt,
+                          zf_diag *diag, zf_instance **out)
+{
+    if (!rt || !f || !out)
+        return zfi_error(ZF_EINVAL, "zf_instance_create: NULL argument");
+    *out = NULL;
+    zf_instance *inst = zfi_calloc(1, sizeof *inst);
+    if (!inst)
+        return zfi_error(ZF_ENOMEM, "out of memory");
+    inst->rt = rt;
+    inst->flow = zfi_flow_ref(f);
+    zfi_uuid_v4(inst->uuid);
+    inst->name = zfi_strdup(opt && opt->name && *opt->name ? opt->name : f->name);
+    pthread_mutex_init(&inst->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&inst->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    inst->state = ZF_INSTANCE_CREATED;
+    inst->state_since_ns = zf_clock_ns();
+    inst->drain_timeout_ns = opt && opt->drain_timeout_ns ? opt->drain_timeout_ns
+                             : f->drain_timeout_ns        ? f->drain_timeout_ns
+                                                          : DEFAULT_DRAIN_TIMEOUT_NS;
+    char pool_name[16];
+    memcpy(pool_name, inst->uuid, 8);
+    pool_name[8] = '\0';
+    zf_pool_config pc = {.max_bytes = opt && opt->max_memory ? opt->max_memory : f->max_memory,
+                         .name = pool_name};
+    zf_err err = zf_pool_create(&pc, &inst->pool);
+    if (err != ZF_OK)
+        goto fail;
+    inst->acct = zfi_acct_new();
+    inst->nodes = zfi_calloc(f->n_nodes, sizeof *inst->nodes);
+    if (!inst->name || !inst->acct || !inst->nodes) {
+        err = zfi_error(ZF_ENOMEM, "out of memory");
+        goto fail;
+    }
+    inst->n_nodes = f->n_nodes;
+    /* Load every node before failing, to report every problem at once. */
+    for (size_t i = 0; i < f->n_nodes; i++) {
+        zf_err e = new_node(inst, i, diag, &inst->nodes[i]);
+        if (e != ZF_OK && err == ZF_OK)
+            err = e;
+    }
+    if (err != ZF_OK)
+        goto fail;
+    if ((err = wire_links(inst, diag)) != ZF_OK || (err = topo_sort(inst)) != ZF_OK)
+        goto fail;
+    for (size_t i = 0; i < inst->n_nodes; i++)
+        if (inst->nodes[i]->decl->kind == ZF_SINK)
+            inst->sinks_left++;
+    if ((err = init_nodes(inst, diag)) != ZF_OK) {
+        zfi_instance_fini_nodes(inst);
+        goto fail;
+    }
+    pthread_mutex_lock(&rt->mu);
+    inst->next_in_rt = rt->instances;
+    rt->instances = inst;
+    pthread_mutex_unlock(&rt->mu);
+    zfi_log(ZF_LOG_INFO, "instance", "created %s '%s' (%zu nodes, %zu links)", inst->uuid,
+            inst->name, inst->n_nodes, inst->n_links);
+    *out = inst;
+    return ZF_OK;
+fail:
+    if (!inst->acct)
+        inst->acct = zfi_acct_new();
+    zfi_instance_free(inst);
+    return err;
+}
+
+const char *zf_instance_uuid(const zf_instance *inst)
+{
+    return inst ? inst->uuid : NULL;
+}
+
+const char *zf_instance_name(const zf_instance *inst)
+{
+    return inst ? inst->name : NULL;
+}
+
+zf_instance_state zf_instance_state_get(const zf_instance *cinst)
+{
+    zf_instance *inst = (zf_instance *)cinst;
+    pthread_mutex_lock(&inst->mu);
+    zf_instance_state s = inst->state;
+    pthread_mutex_unlock(&inst->mu);
+    return s;
+}
+
+static void set_state(zf_instance *inst, zf_instance_state s)
+{
+    inst->state = s;
+    inst->state_since_ns = zf_clock_ns();
+    pthread_cond_broadcast(&inst->cv);
+}
+
+zf_err zf_instance_start(zf_instance *inst)
+{
+    if (!inst)
+        return zfi_error(ZF_EINVAL, "zf_instance_start: NULL instance");
+    pthread_mutex_lock(&inst->mu);
+    zf_instance_state s = inst->state;
+    if (s != ZF_INSTANCE_CREATED && s != ZF_INSTANCE_SUSPENDED) {
+        pthread_mutex_unlock(&inst->mu);
+        return zfi_error(ZF_ESTATE,
+                         "instance %s is %s: only a CREATED or SUSPENDED instance "
+                         "can start",
+                         inst->uuid, zf_instance_state_name(s));
+    }
+    set_state(inst, ZF_INSTANCE_RUNNING);
+    atomic_store(&inst->sources_stopped, false);
+    pthread_mutex_unlock(&inst->mu);
+
+    zf_runtime *rt = inst->rt;
+    pthread_mutex_lock(&rt->mu);
+    for (size_t i = 0; i < inst->n_nodes; i++)
+        inst->nodes[i]->next_due_ns = 0; /* periodic sources tick now */
+    pthread_cond_broadcast(&rt->timer_cv);
+    pthread_mutex_unlock(&rt->mu);
+    for (size_t i = 0; i < inst->n_nodes; i++) {
+        zf_node *n = inst->nodes[i];
+        if (n->decl->kind != ZF_SOURCE || n->desc->period_ns <= 0)
+            zfi_node_notify(n); /* free-running sources, and anything with input */
+    }
+    zfi_log(ZF_LOG_INFO, "instance", "%s %s", s == ZF_INSTANCE_CREATED ? "started" : "resumed",
+            inst->uuid);
+    return ZF_OK;
+}
+
+zf_err zf_instance_suspend(zf_instance *inst)
+{
+    if (!inst)
+        return zfi_error(ZF_EINVAL, "zf_instance_suspend: NULL instance");
+    pthread_mutex_lock(&inst->mu);
+    if (inst->state != ZF_INSTANCE_RUNNING) {
+        zf_instance_state s = inst->state;
+        pthread_mutex_unlock(&inst->mu);
+        return zfi_error(ZF_ESTATE,
+                         "instance %s is %s: only a RUNNING instance can be "
+                         "suspended",
+                         inst->uuid, zf_instance_state_name(s));
+    }
+    atomic_store(&inst->sources_stopped, true);
+    set_state(inst, ZF_INSTANCE_SUSPENDED);
+    pthread_mutex_unlock(&inst->mu);
+    zfi_log(ZF_LOG_INFO, "instance", "suspended %s", inst->uuid);
+    return ZF_OK;
+}
+
+/* ---- end of stream ---- */
+
+void zfi_node_close_outputs(zf_node *n)
+{
+    pthread_mutex_lock(&n->inst->mu);
+    bool was = n->outputs_closed;
+    n->outputs_closed = true;
+    if (n->done && n->node_state == ZF_NODE_RUNNING)
+        zfi_node_set_state(n, ZF_NODE_DONE, "%s", "end of stream");
+    pthread_mutex_unlock(&n->inst->mu);
+    if (was)
+        return;
+    for (size_t o = 0; o < n->n_out; o++)
+        for (size_t k = 0; k < n->out[o].n; k++)
+            zf_link_close(n->out[o].links[k]);
+}
+
+void zfi_instance_sink_done(zf_instance *inst)
+{
+    pthread_mutex_lock(&inst->mu);
+    if (inst->sinks_left)
+        inst->sinks_left--;
+    pthread_cond_broadcast(&inst->cv);
+    pthread_mutex_unlock(&inst->mu);
+}
+
+/* ---- statistics ---- */
+
+zf_err zf_instance_stats_get(zf_instance *inst, zf_instance_stats **out)
+{
+    if (!inst || !out)
+        return zfi_error(ZF_EINVAL, "zf_instance_stats_get: NULL argument");
+    zf_instance_stats *s = zfi_calloc(1, sizeof *s);
+    if (!s)
+        return zfi_error(ZF_ENOMEM, "out of memory");
+    s->nodes = zfi_calloc(inst->n_nodes, sizeof *s->nodes);
+    s->links = zfi_calloc(inst->n_links, sizeof *s->links);
+    if (!s->nodes || !s->links) {
+        zf_instance_stats_free(s);
+        return zfi_error(ZF_ENOMEM, "out of memory");
+    }
+    zf_pool_stats_get(inst->pool, &s->pool);
+    s->wraps.wrapped = atomic_load(&inst->acct->wrapped);
+    s->wraps.released = atomic_load(&inst->acct->released);
+    pthread_mutex_lock(&inst->mu);
+    s->state = inst->state;
+    s->state_since_ns = inst->state_since_ns;
+    s->n_nodes = inst->n_nodes;
+    for (size_t i = 0; i < inst->n_nodes; i++) {
+        zf_node *n = inst->nodes[i];
+        zf_node_stats *ns = &s->nodes[i];
+        ns->id = n->desc->id;
+        ns->kind = n->decl->kind;
+        ns->state = n->node_state;
+        ns->reason = zfi_strdup(n->reason);
+        ns->since_ns = n->state_since_ns;
+        ns->callbacks = atomic_load(&n->callbacks);
+        ns->errors = atomic_load(&n->errors);
+        ns->alloc_failures = atomic_load(&n->alloc_failures);
+        ns->sent = atomic_load(&n->sent);
+        ns->last_progress_ns = atomic_load(&n->last_progress_ns);
+        ns->busy_ns = atomic_load(&n->busy_ns);
+        ns->degraded_count = atomic_load(&n->degraded_count);
+    }
+    pthread_mutex_unlock(&inst->mu);
+    s->n_links = inst->n_links;
+    for (size_t i = 0; i < inst->n_links; i++) {
+        const zfi_link *fl = &inst->flow->links[i];
+        const zfi_node *from = &inst->flow->nodes[fl->from], *to = &inst->flow->nodes[fl->to];
+        s->links[i].from = zfi_asprintf("%s.%s", from->id, from->outputs[fl->from_port].name);
+        s->links[i].to = zfi_asprintf("%s.%s", to->id, to->inputs[fl->to_port].name);
+        zf_link_stats_get(inst->links[i], &s->links[i].stats);
+    }
+    *out = s;
+    return ZF_OK;
+}
+
+void zf_instance_stats_free(zf_instance_stats *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; s->nodes && i < s->n_nodes; i++)
+        free((char *)s->nodes[i].reason);
+    for (size_t i = 0; s->links && i < s->n_links; i++) {
+        free((char *)s->links[i].from);
+        free((char *)s->links[i].to);
+    }
+    free(s->nodes);
+    free(s->links);
+    free(s);
+}

@@ -1,0 +1,186 @@
+/* The calls a node makes on itself: send, allocate, ports, configuration,
+ * logging. */
+#include "runtime/runtime.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_SEND_TIMEOUT_NS 1000000000LL
+
+static zf_err send(zf_node *n, unsigned port, zf_data **d, bool try_only, int64_t timeout_ns)
+{
+    if (!d || !*d)
+        return zfi_error(ZF_EINVAL, "zf_send: NULL capsule");
+    if (!n || port >= n->n_out) {
+        zf_data_unref(*d);
+        *d = NULL;
+        return zfi_error(ZF_EINVAL, "zf_send: node '%s' has no output port %u (it has %zu)",
+                         n ? n->desc->id : "(null)", port, n ? n->n_out : (size_t)0);
+    }
+    if (atomic_load(&n->abandoned)) {
+        zf_data_unref(*d);
+        *d = NULL;
+        return zfi_error(ZF_ECLOSED, "node '%s' was abandoned", n->desc->id);
+    }
+    zfi_out *out = &n->out[port];
+    zfi_data_check(*d, "zf_send");
+    if ((*d)->seq == 0 && zf_data_is_unique(*d))
+        (*d)->seq = ++out->seq;
+    bool inside = zfi_current_node() == n;
+    if (try_only) {
+        for (size_t i = 0; i < out->n; i++)
+            if (!zfi_link_has_room(out->links[i]))
+                return zfi_error(ZF_EAGAIN, "zf_try_send: output '%s' of '%s' is full",
+                                 n->decl->outputs[port].name, n->desc->id);
+    }
+    /* The caller's reference moves into the links (fan-out adds one per
+     * extra link); drops happen inside them. None of that is node code. */
+    zfi_ctx *ctx = zfi_ctx_get();
+    atomic_llong *held = ctx->held;
+    ctx->held = NULL;
+    zf_err first = ZF_OK;
+    size_t links = out->n;
+    for (size_t i = 0; i < links; i++) {
+        zf_data *one = i + 1 < links ? zf_data_ref(*d) : *d;
+        zf_err e;
+        if (inside || try_only) {
+            bool park = false;
+            e = zfi_link_push_nowait(out->links[i], &one, &park);
+            if (park)
+                atomic_store(&n->parked, true);
+        } else {
+            e = zf_link_push(out->links[i], &one, timeout_ns);
+        }
+        if (e != ZF_OK && first == ZF_OK)
+            first = e;
+    }
+    *d = NULL;
+    ctx->held = held;
+    zfi_held(-1);
+    if (first == ZF_OK)
+        atomic_fetch_add_explicit(&n->sent, 1, memory_order_relaxed);
+    return first;
+}
+
+zf_err zf_send(zf_node *n, unsigned port, zf_data **d)
+{
+    int64_t t = n && n->send_timeout_ns ? n->send_timeout_ns : DEFAULT_SEND_TIMEOUT_NS;
+    return send(n, port, d, false, t);
+}
+
+zf_err zf_send_timeout(zf_node *n, unsigned port, zf_data **d, int64_t timeout_ns)
+{
+    return send(n, port, d, false, timeout_ns);
+}
+
+zf_err zf_try_send(zf_node *n, unsigned port, zf_data **d)
+{
+    return send(n, port, d, true, 0);
+}
+
+zf_err zf_data_alloc(zf_node *n, size_t len, zf_data **out)
+{
+    if (!n || !out)
+        return zfi_error(ZF_EINVAL, "zf_data_alloc: NULL %s", n ? "out" : "node");
+    if (atomic_load(&n->abandoned)) {
+        *out = NULL;
+        return zfi_error(ZF_ECLOSED, "node '%s' was abandoned", n->desc->id);
+    }
+    zf_err e = zf_pool_alloc(n->inst->pool, len, out);
+    if (e == ZF_ENOMEM)
+        atomic_fetch_add_explicit(&n->alloc_failures, 1, memory_order_relaxed);
+    else if (e == ZF_OK)
+        atomic_store_explicit(&(*out)->owner, (uint32_t)((n->index + 1) << 8),
+                              memory_order_relaxed);
+    return e;
+}
+
+zf_err zf_data_reserve(zf_node *n, size_t len, size_t count)
+{
+    if (!n)
+        return zfi_error(ZF_EINVAL, "zf_data_reserve: NULL node");
+    return zf_pool_reserve(n->inst->pool, len, count);
+}
+
+static int find_port(const zfi_port *dp, size_t dn, const size_t *map, const char *name)
+{
+    for (size_t i = 0; name && i < dn; i++)
+        if (strcmp(dp[i].name, name) == 0)
+            return (int)map[i];
+    return -1;
+}
+
+int zf_node_input(const zf_node *n, const char *name)
+{
+    return n ? find_port(n->desc->inputs, n->desc->n_inputs, n->lib.in_map, name) : -1;
+}
+
+int zf_node_output(const zf_node *n, const char *name)
+{
+    return n ? find_port(n->desc->outputs, n->desc->n_outputs, n->lib.out_map, name) : -1;
+}
+
+const char *zf_node_id(const zf_node *n)
+{
+    return n ? n->desc->id : NULL;
+}
+
+const zf_config *zf_node_config(const zf_node *n)
+{
+    return n ? n->desc->config : NULL;
+}
+
+bool zf_node_stopping(const zf_node *n)
+{
+    return !n || atomic_load(&n->inst->sources_stopped) || atomic_load(&n->abandoned);
+}
+
+void zf_node_log(const zf_node *n, zf_log_level level, const char *fmt, ...)
+{
+    if (!zfi_log_enabled(level))
+        return;
+    char scope[160];
+    snprintf(scope, sizeof scope, "node %s", n ? n->desc->id : "?");
+    va_list ap;
+    va_start(ap, fmt);
+    zfi_vlog(level, scope, fmt, ap);
+    va_end(ap);
+}
+
+void zf_node_set_error(zf_node *n, const char *fmt, ...)
+{
+    if (!n)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n->error_msg, sizeof n->error_msg, fmt, ap);
+    va_end(ap);
+}
+
+const char *zf_node_kind_name(zf_node_kind k)
+{
+    switch (k) {
+    case ZF_SOURCE:
+        return "source";
+    case ZF_OPERATOR:
+        return "operator";
+    case ZF_SINK:
+        return "sink";
+    }
+    return "unknown";
+}
+
+const char *zf_node_state_name(zf_node_state s)
+{
+    switch (s) {
+    case ZF_NODE_RUNNING:
+        return "RUNNING";
+    case ZF_NODE_DEGRADED:
+        return "DEGRADED";
+    case ZF_NODE_FAILED:
+        return "FAILED";
+    case ZF_NODE_DONE:
+        return "DONE";
+    }
+    return "UNKNOWN";
+}

@@ -1,0 +1,199 @@
+/* The runtime's internal structures: nodes as actors, instances, workers.
+ *
+ * A node runs on one worker at a time. Its `sched` word is the actor
+ * state machine: IDLE -> QUEUED (in the run queue) -> RUNNING -> IDLE, with
+ * NOTIFIED recording that work arrived while it ran, so it runs again. */
+#ifndef ZFI_RUNTIME_H
+#define ZFI_RUNTIME_H
+
+#include "core/capsule.h"
+#include "core/common.h"
+#include "core/link.h"
+#include "graph/flow.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+enum zfi_sched { ZFI_IDLE = 0, ZFI_QUEUED = 1, ZFI_RUNNING = 2, ZFI_RUNNING_NOTIFIED = 3 };
+
+#define ZFI_CB_HUNG      (1ull << 63) /* the watchdog replaced its worker */
+#define ZFI_CB_ABANDONED (1ull << 62) /* left behind at stop */
+#define ZFI_CB_START(w)  ((w) & ~(ZFI_CB_HUNG | ZFI_CB_ABANDONED))
+
+/* Why a node is DEGRADED (bits: both may hold at once). */
+enum { ZFI_DEG_HUNG = 1, ZFI_DEG_ERRORS = 2 };
+
+typedef struct zfi_out {
+    zf_link **links; /* fan-out: one link per receiving input */
+    size_t n;
+    uint64_t seq; /* sequence numbers stamped on sent capsules */
+} zfi_out;
+
+typedef struct zfi_loaded {
+    void *dl;                 /* dlopen handle (NULL for built-ins) */
+    const zf_node_decl *decl; /* the library's declaration */
+    size_t *in_map;           /* descriptor input i -> library input index */
+    size_t *out_map;          /* descriptor output i -> library output index */
+} zfi_loaded;
+
+struct zf_node {
+    zf_instance *inst;
+    const zfi_node *desc; /* in the flow (which the instance keeps alive) */
+    size_t index;         /* in inst->nodes */
+    zfi_loaded lib;
+    const zf_node_decl *decl;
+    void *state;
+    bool initialized;
+
+    size_t n_in, n_out; /* library port counts */
+    zf_link **in;       /* by library input index */
+    zfi_out *out;       /* by library output index */
+    unsigned rr;        /* round robin over inputs */
+
+    /* scheduling */
+    _Atomic int sched;
+    atomic_int ticks;   /* periodic sources: a produce is due */
+    atomic_bool parked; /* an output link is over capacity */
+    uint64_t parked_since;
+    uint64_t next_due_ns;        /* periodic sources: timer thread only */
+    _Atomic uint64_t wake_at_ns; /* free-running source backing off; 0: none */
+    uint64_t backoff_ns;         /* its current backoff (worker only) */
+    atomic_bool done;            /* saw end of stream on every input (or stopped source) */
+    bool outputs_closed;         /* under inst->mu */
+
+    /* watchdog: 0 outside callbacks, else the callback's start time (ns),
+     * possibly with ZFI_CB_HUNG or ZFI_CB_ABANDONED set. The start time
+     * names the callback, so a compare-and-swap acts on that one only. */
+    _Atomic uint64_t cb_word;
+    zf_data *cb_capsule;   /* the capsule the running on_input holds */
+    atomic_llong held;     /* references node code took and did not drop */
+    atomic_int degraded;   /* ZFI_DEG_* bits */
+    atomic_bool abandoned; /* left behind at stop: never freed */
+    atomic_bool replaced;  /* its stuck worker was replaced */
+    uint64_t *err_times;   /* ring of recent error times */
+    size_t err_head;
+    uint64_t last_error_ns;
+
+    /* state for observers (under inst->mu) */
+    zf_node_state node_state;
+    uint64_t state_since_ns;
+    char reason[160];
+    char error_msg[256]; /* from zf_node_set_error */
+
+    /* counters */
+    atomic_uint_fast64_t callbacks, errors, alloc_failures, sent, last_progress_ns, busy_ns,
+        degraded_count;
+
+    int64_t hang_timeout_ns, send_timeout_ns, error_window_ns;
+    uint32_t max_errors;
+};
+
+struct zf_instance {
+    zf_runtime *rt;
+    zf_flow *flow; /* a reference */
+    char uuid[37];
+    char *name;
+    zf_pool *pool;
+    zfi_acct *acct;
+    zf_node **nodes;
+    size_t n_nodes;
+    zf_link **links; /* by flow link index */
+    size_t n_links;
+    size_t *topo; /* node indices, sources first */
+    int64_t drain_timeout_ns;
+
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* drain progress, state changes */
+    zf_instance_state state;
+    uint64_t state_since_ns;
+    atomic_bool sources_stopped; /* suspended or draining: sources idle */
+    atomic_bool halted;          /* past the drain: run no more callbacks */
+    bool stopped;
+    zf_stop_report report;
+    size_t sinks_left;
+    struct zf_instance *next_in_rt; /* runtime's list (under rt->mu) */
+};
+
+/* ---- the runtime (sched.c, timer.c) ---- */
+
+typedef struct zfi_worker zfi_worker;
+
+struct zf_runtime {
+    char *worker_name;
+    unsigned target_workers;
+
+    /* run queue */
+    pthread_mutex_t q_mu;
+    zf_node **q;
+    size_t q_head, q_len, q_cap;
+    _Atomic uint32_t q_seq; /* futex word */
+    atomic_uint q_sleepers;
+    atomic_size_t q_count; /* published length */
+
+    /* workers */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    unsigned live_workers;   /* threads running worker_main */
+    unsigned active_workers; /* live minus those stuck in a hung node */
+    unsigned stuck_workers;  /* in abandoned nodes: never come back */
+    bool shutdown;
+    zf_instance *instances;
+
+    /* timers and watchdog */
+    pthread_t timer_thread;
+    bool timer_started;
+    pthread_cond_t timer_cv;
+    bool timer_stop;
+};
+
+/* Mark a node runnable (any thread). */
+void zfi_node_notify(zf_node *n);
+/* Link hooks. */
+void zfi_node_on_data(void *node);
+void zfi_node_on_room(void *node);
+/* Start / stop the worker threads (sched.c). */
+zf_err zfi_workers_start(zf_runtime *rt);
+void zfi_workers_stop(zf_runtime *rt);
+/* Add one worker (the watchdog replaces a worker stuck in a hung node). */
+void zfi_worker_add(zf_runtime *rt);
+void zfi_worker_add_locked(zf_runtime *rt); /* rt->mu held */
+/* The watchdog marks the callback that started at `start` hung (its worker
+ * is then replaced); true if that callback is still running. */
+bool zfi_node_mark_hung(zf_node *n, uint64_t start);
+/* Stop abandons a node stuck in a callback: it is never freed, its worker
+ * never counted again. True if it was inside a callback. */
+bool zfi_node_abandon(zf_node *n);
+/* The node whose callback is running on this thread, or NULL. */
+zf_node *zfi_current_node(void);
+
+/* Timer and watchdog thread (timer.c). */
+zf_err zfi_timer_start(zf_runtime *rt);
+void zfi_timer_stop(zf_runtime *rt);
+/* Wake the timer thread (an instance started or changed). */
+void zfi_timer_kick(zf_runtime *rt);
+
+/* Node state changes (watchdog.c). The scan runs on the timer thread with
+ * rt->mu held. */
+void zfi_watchdog_scan(zf_instance *inst, uint64_t now);
+void zfi_node_error(zf_node *n, zf_err err, const char *what);
+void zfi_node_success(zf_node *n, uint64_t now);
+void zfi_node_returned_from_hang(zf_node *n);
+void zfi_node_set_state(zf_node *n, zf_node_state s, const char *fmt, ...) ZF_PRINTF(3, 4);
+
+/* Close a node's outputs (end of stream downstream). */
+void zfi_node_close_outputs(zf_node *n);
+/* Sinks: one more saw end of stream (instance.c). */
+void zfi_instance_sink_done(zf_instance *inst);
+/* Fini every initialized, non-abandoned node, sinks first (instance.c). */
+void zfi_instance_fini_nodes(zf_instance *inst);
+/* Free the instance and everything it owns (instance.c). */
+void zfi_instance_free(zf_instance *inst);
+
+/* Loader (loader.c). */
+zf_err zfi_load_node(const zfi_node *nd, const char *file, zfi_loaded *out, zf_diag *diag);
+void zfi_unload_node(zfi_loaded *l, bool keep_mapped);
+
+/* UUID v4 (uuid.c). */
+void zfi_uuid_v4(char out[37]);
+
+#endif

@@ -1,0 +1,457 @@
+/* The scheduler: a run queue of ready nodes and the worker threads that
+ * run them. A node is an actor: it runs on one worker at a time, so its
+ * state needs no lock.
+ *
+ * - An operator or sink is ready when an input has a capsule (or end of
+ *   stream); a step hands it up to BATCH capsules, one callback each.
+ * - A free-running source is ready while its outputs have room; a periodic
+ *   one when the timer thread says a period has passed.
+ * - A zf_send into a full `block` link never sleeps: the capsule is
+ *   accepted and the node is parked after its callback, until the link
+ *   calls back (on_room). The worker moves on to other nodes.
+ * - Idle workers spin briefly on the queue, then sleep on a futex. */
+#include "runtime/runtime.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define BATCH          32
+#define SPIN_NS        30000u
+#define MAX_BACKOFF_NS 10000000ull
+
+static _Thread_local zf_node *tls_node;
+static _Thread_local bool tls_retire;
+
+zf_node *zfi_current_node(void)
+{
+    return tls_node;
+}
+
+/* ---- run queue ---- */
+
+static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
+{
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *addr, int n)
+{
+    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+static void runq_push(zf_runtime *rt, zf_node *n)
+{
+    pthread_mutex_lock(&rt->q_mu);
+    if (rt->q_len == rt->q_cap) {
+        size_t ncap = rt->q_cap ? rt->q_cap * 2 : 64;
+        zf_node **nq = malloc(ncap * sizeof *nq);
+        if (!nq)
+            zfi_fatal("sched", "out of memory growing the run queue to %zu nodes", ncap);
+        for (size_t i = 0; i < rt->q_len; i++)
+            nq[i] = rt->q[(rt->q_head + i) % rt->q_cap];
+        free(rt->q);
+        rt->q = nq;
+        rt->q_cap = ncap;
+        rt->q_head = 0;
+    }
+    rt->q[(rt->q_head + rt->q_len) % rt->q_cap] = n;
+    rt->q_len++;
+    atomic_store_explicit(&rt->q_count, rt->q_len, memory_order_release);
+    pthread_mutex_unlock(&rt->q_mu);
+    if (atomic_load(&rt->q_sleepers)) {
+        atomic_fetch_add(&rt->q_seq, 1);
+        futex_wake(&rt->q_seq, 1);
+    }
+}
+
+static zf_node *runq_try_pop(zf_runtime *rt)
+{
+    zf_node *n = NULL;
+    pthread_mutex_lock(&rt->q_mu);
+    if (rt->q_len) {
+        n = rt->q[rt->q_head];
+        rt->q_head = (rt->q_head + 1) % rt->q_cap;
+        rt->q_len--;
+        atomic_store_explicit(&rt->q_count, rt->q_len, memory_order_release);
+    }
+    pthread_mutex_unlock(&rt->q_mu);
+    return n;
+}
+
+static bool runtime_shutdown(zf_runtime *rt)
+{
+    pthread_mutex_lock(&rt->mu);
+    bool s = rt->shutdown;
+    pthread_mutex_unlock(&rt->mu);
+    return s;
+}
+
+/* Next ready node; NULL when the runtime shuts down. */
+static zf_node *runq_pop(zf_runtime *rt)
+{
+    uint64_t t0 = 0;
+    for (unsigned i = 0;; i++) {
+        if (atomic_load_explicit(&rt->q_count, memory_order_acquire)) {
+            zf_node *n = runq_try_pop(rt);
+            if (n)
+                return n;
+        }
+        if ((i & 63) == 63) {
+            uint64_t now = zf_clock_ns();
+            if (!t0)
+                t0 = now;
+            else if (now - t0 > SPIN_NS)
+                break;
+        }
+#if defined(__x86_64__)
+        __builtin_ia32_pause();
+#endif
+    }
+    for (;;) {
+        uint32_t seq = atomic_load(&rt->q_seq);
+        atomic_fetch_add(&rt->q_sleepers, 1);
+        zf_node *n = runq_try_pop(rt);
+        if (n) {
+            atomic_fetch_sub(&rt->q_sleepers, 1);
+            return n;
+        }
+        if (runtime_shutdown(rt)) {
+            atomic_fetch_sub(&rt->q_sleepers, 1);
+            return NULL;
+        }
+        futex_wait(&rt->q_seq, seq);
+        atomic_fetch_sub(&rt->q_sleepers, 1);
+    }
+}
+
+/* ---- notification ---- */
+
+void zfi_node_notify(zf_node *n)
+{
+    int s = atomic_load_explicit(&n->sched, memory_order_acquire);
+    for (;;) {
+        int next;
+        if (s == ZFI_IDLE)
+            next = ZFI_QUEUED;
+        else if (s == ZFI_RUNNING)
+            next = ZFI_RUNNING_NOTIFIED;
+        else
+            return; /* already queued, or will run again */
+        if (atomic_compare_exchange_weak_explicit(&n->sched, &s, next, memory_order_acq_rel,
+                                                  memory_order_acquire)) {
+            if (next == ZFI_QUEUED)
+                runq_push(n->inst->rt, n);
+            return;
+        }
+    }
+}
+
+void zfi_node_on_data(void *node)
+{
+    zfi_node_notify(node);
+}
+
+void zfi_node_on_room(void *node)
+{
+    zfi_node_notify(node);
+}
+
+/* ---- running a node ---- */
+
+enum step_result { STEP_OK, STEP_ABANDONED };
+
+/* Run one callback with the node's context. Returns STEP_ABANDONED when the
+ * node was abandoned while inside it: the worker must touch nothing else. */
+static enum step_result call(zf_node *n, unsigned port, zf_data **d)
+{
+    zfi_ctx *ctx = zfi_ctx_get();
+    zfi_ctx saved = *ctx;
+    ctx->pool = n->inst->pool;
+    ctx->acct = n->inst->acct;
+    ctx->node = n;
+    ctx->held = &n->held;
+    tls_node = n;
+    n->error_msg[0] = '\0';
+    n->cb_capsule = d ? *d : NULL;
+    if (d)
+        atomic_fetch_add_explicit(&n->held, 1, memory_order_relaxed); /* handed over */
+    uint64_t t0 = zf_clock_ns();
+    atomic_store(&n->cb_word, t0);
+    zf_err err = d ? n->decl->on_input(n->state, n, port, d) : n->decl->produce(n->state, n);
+    uint64_t w = t0;
+    bool was_hung = false;
+    if (!atomic_compare_exchange_strong(&n->cb_word, &w, 0)) {
+        if (w & ZFI_CB_ABANDONED) {
+            tls_node = NULL;
+            *ctx = saved;
+            return STEP_ABANDONED;
+        }
+        was_hung = true; /* the watchdog replaced this worker meanwhile */
+        atomic_store(&n->cb_word, 0);
+    }
+    uint64_t t1 = zf_clock_ns();
+    tls_node = NULL;
+    *ctx = saved;
+    atomic_fetch_add_explicit(&n->callbacks, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&n->busy_ns, t1 - t0, memory_order_relaxed);
+    atomic_store_explicit(&n->last_progress_ns, t1, memory_order_relaxed);
+    if (was_hung) {
+        zfi_node_returned_from_hang(n);
+        tls_retire = true; /* a replacement worker took this one's place */
+    }
+    if (err == ZF_ECLOSED && atomic_load(&n->inst->sources_stopped))
+        err = ZF_OK; /* sending while the instance stops: not the node's fault */
+    if (err != ZF_OK)
+        zfi_node_error(n, err, d ? "on_input" : "produce");
+    else if (atomic_load_explicit(&n->degraded, memory_order_relaxed))
+        zfi_node_success(n, t1);
+    return STEP_OK;
+}
+
+/* Still parked? Registers for on_room on the first full output link. */
+static bool still_parked(zf_node *n)
+{
+    for (size_t o = 0; o < n->n_out; o++)
+        for (size_t k = 0; k < n->out[o].n; k++)
+            if (!zfi_link_want_room(n->out[o].links[k]))
+                return true;
+    return false;
+}
+
+static void unpark(zf_node *n)
+{
+    atomic_store(&n->parked, false);
+    uint64_t waited = zf_clock_ns() - n->parked_since;
+    for (size_t o = 0; o < n->n_out; o++)
+        for (size_t k = 0; k < n->out[o].n; k++)
+            zfi_link_add_blocked(n->out[o].links[k], waited);
+}
+
+/* Every input saw end of stream: the node is done; end of stream flows on. */
+static void finish_node(zf_node *n)
+{
+    n->done = true;
+    zfi_node_close_outputs(n);
+    if (n->decl->kind == ZF_SINK)
+        zfi_instance_sink_done(n->inst);
+}
+
+static enum step_result step_source(zf_node *n, bool *more)
+{
+    zf_instance *inst = n->inst;
+    if (n->done || atomic_load(&inst->sources_stopped) || !n->decl->produce)
+        return STEP_OK;
+    bool periodic = n->desc->period_ns > 0;
+    if (periodic && !atomic_exchange(&n->ticks, 0))
+        return STEP_OK;
+    uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed);
+    if (call(n, 0, NULL) == STEP_ABANDONED)
+        return STEP_ABANDONED;
+    bool parked = atomic_load(&n->parked);
+    if (parked)
+        n->parked_since = zf_clock_ns();
+    if (periodic) {
+        *more = !parked && atomic_load(&n->ticks) && !atomic_load(&inst->sources_stopped);
+        return STEP_OK;
+    }
+    if (atomic_load_explicit(&n->sent, memory_order_relaxed) != sent) {
+        n->backoff_ns = 0;
+        *more = !parked && !atomic_load(&inst->sources_stopped);
+        return STEP_OK;
+    }
+    /* A free-running source that had nothing to send: call it again after
+     * a backoff (100 us doubling to 10 ms) rather than spin. */
+    n->backoff_ns = n->backoff_ns ? n->backoff_ns * 2 : 100000;
+    if (n->backoff_ns > MAX_BACKOFF_NS)
+        n->backoff_ns = MAX_BACKOFF_NS;
+    atomic_store(&n->wake_at_ns, zf_clock_ns() + n->backoff_ns);
+    zfi_timer_kick(inst->rt);
+    return STEP_OK;
+}
+
+static enum step_result step_consumer(zf_node *n, bool *more)
+{
+    for (int k = 0; k < BATCH && !atomic_load(&n->parked); k++) {
+        zf_data *d = NULL;
+        size_t port = 0;
+        bool all_eos = true;
+        for (size_t j = 0; j < n->n_in; j++) {
+            port = (n->rr + j) % n->n_in;
+            bool eos = false;
+            if (zfi_link_pop_batch(n->in[port], &d, 1, &eos))
+                break;
+            all_eos = all_eos && eos;
+        }
+        if (!d) {
+            if (all_eos && !n->done)
+                finish_node(n);
+            return STEP_OK;
+        }
+        n->rr = (unsigned)(port + 1);
+        atomic_store_explicit(&d->owner, (uint32_t)((n->index + 1) << 8 | (port + 1)),
+                              memory_order_relaxed);
+        if (call(n, (unsigned)port, &d) == STEP_ABANDONED) {
+            /* The pool outlives an abandoned node: releasing is safe. */
+            zf_data_unref(d);
+            return STEP_ABANDONED;
+        }
+        if (d) {
+            atomic_fetch_sub_explicit(&n->held, 1, memory_order_relaxed);
+            zf_data_unref(d); /* whatever the callback left in *d */
+        }
+    }
+    if (atomic_load(&n->parked)) {
+        n->parked_since = zf_clock_ns();
+        return STEP_OK;
+    }
+    for (size_t j = 0; j < n->n_in && !*more; j++)
+        *more = zfi_link_depth(n->in[j]) > 0;
+    return STEP_OK;
+}
+
+/* Run a node until it has nothing to do, then leave it idle (or queue it
+ * again, after the others, when it still has work). Returns false when the
+ * node was abandoned during a callback. */
+static bool run_node(zf_node *n)
+{
+    zf_instance *inst = n->inst;
+    zf_runtime *rt = inst->rt;
+    atomic_store(&n->sched, ZFI_RUNNING);
+    for (;;) {
+        bool more = false;
+        if (!atomic_load(&inst->halted) && !atomic_load(&n->abandoned)) {
+            bool blocked = atomic_load(&n->parked) && still_parked(n);
+            if (!blocked) {
+                if (atomic_load(&n->parked))
+                    unpark(n);
+                enum step_result r =
+                    n->decl->kind == ZF_SOURCE ? step_source(n, &more) : step_consumer(n, &more);
+                if (r == STEP_ABANDONED)
+                    return false;
+            }
+        }
+        if (more) {
+            atomic_store(&n->sched, ZFI_QUEUED);
+            runq_push(rt, n);
+            return true;
+        }
+        int expect = ZFI_RUNNING;
+        if (atomic_compare_exchange_strong(&n->sched, &expect, ZFI_IDLE))
+            return true;
+        atomic_store(&n->sched, ZFI_RUNNING); /* notified while running: again */
+    }
+}
+
+/* ---- workers ---- */
+
+static void *worker_main(void *arg)
+{
+    zf_runtime *rt = arg;
+    for (;;) {
+        zf_node *n = runq_pop(rt);
+        if (!n)
+            break;
+        if (!run_node(n))
+            return NULL; /* abandoned: the runtime counts this thread as stuck */
+        if (tls_retire)
+            break;
+    }
+    pthread_mutex_lock(&rt->mu);
+    rt->live_workers--;
+    if (!tls_retire)
+        rt->active_workers--;
+    pthread_cond_broadcast(&rt->cv);
+    pthread_mutex_unlock(&rt->mu);
+    return NULL;
+}
+
+/* Start one worker; rt->mu held. */
+static zf_err spawn_locked(zf_runtime *rt)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int e = pthread_create(&t, &a, worker_main, rt);
+    pthread_attr_destroy(&a);
+    if (e != 0)
+        return zfi_error(ZF_ESYS, "cannot start a worker thread: %s", strerror(e));
+    rt->live_workers++;
+    rt->active_workers++;
+    return ZF_OK;
+}
+
+void zfi_worker_add_locked(zf_runtime *rt)
+{
+    rt->active_workers--; /* the stuck one no longer counts */
+    if (!rt->shutdown && spawn_locked(rt) != ZF_OK)
+        zfi_log(ZF_LOG_ERROR, "sched", "could not replace a worker stuck in a hung node: %s",
+                zf_last_error());
+}
+
+void zfi_worker_add(zf_runtime *rt)
+{
+    pthread_mutex_lock(&rt->mu);
+    zfi_worker_add_locked(rt);
+    pthread_mutex_unlock(&rt->mu);
+}
+
+zf_err zfi_workers_start(zf_runtime *rt)
+{
+    zf_err err = ZF_OK;
+    pthread_mutex_lock(&rt->mu);
+    for (unsigned i = 0; i < rt->target_workers && err == ZF_OK; i++)
+        err = spawn_locked(rt);
+    pthread_mutex_unlock(&rt->mu);
+    return err;
+}
+
+void zfi_workers_stop(zf_runtime *rt)
+{
+    pthread_mutex_lock(&rt->mu);
+    rt->shutdown = true;
+    pthread_mutex_unlock(&rt->mu);
+    uint64_t deadline = zf_clock_ns() + 5000000000ull;
+    pthread_mutex_lock(&rt->mu);
+    while (rt->live_workers > rt->stuck_workers && zf_clock_ns() < deadline) {
+        pthread_mutex_unlock(&rt->mu);
+        atomic_fetch_add(&rt->q_seq, 1);
+        futex_wake(&rt->q_seq, INT_MAX);
+        usleep(1000);
+        pthread_mutex_lock(&rt->mu);
+    }
+    if (rt->live_workers > rt->stuck_workers)
+        zfi_log(ZF_LOG_WARN, "sched", "%u worker threads did not stop",
+                rt->live_workers - rt->stuck_workers);
+    pthread_mutex_unlock(&rt->mu);
+}
+
+bool zfi_node_mark_hung(zf_node *n, uint64_t start)
+{
+    uint64_t w = start;
+    return start && atomic_compare_exchange_strong(&n->cb_word, &w, start | ZFI_CB_HUNG);
+}
+
+bool zfi_node_abandon(zf_node *n)
+{
+    uint64_t w = atomic_load(&n->cb_word);
+    while (w && !(w & ZFI_CB_ABANDONED)) {
+        if (atomic_compare_exchange_weak(&n->cb_word, &w, w | ZFI_CB_ABANDONED)) {
+            atomic_store(&n->abandoned, true);
+            zf_runtime *rt = n->inst->rt;
+            pthread_mutex_lock(&rt->mu);
+            rt->stuck_workers++;
+            bool replace = !(w & ZFI_CB_HUNG); /* a hung one was replaced already */
+            pthread_mutex_unlock(&rt->mu);
+            if (replace)
+                zfi_worker_add(rt);
+            return true;
+        }
+    }
+    return false;
+}

@@ -1,0 +1,331 @@
+/* Graceful stop, with proof.
+ *
+ * 1. Stop the sources and close their outputs: end of stream flows.
+ * 2. Wait until every sink has seen end of stream, or the drain timeout.
+ *    A node still hung at the deadline cannot pass end of stream on: its
+ *    outputs close and its inputs are flushed, and the rest of the graph
+ *    gets a short grace to finish.
+ * 3. Halt: no more callbacks. A node still inside one after a short grace
+ *    is abandoned: its thread is left behind (counted), its memory never
+ *    freed, so it can return safely whenever it does.
+ * 4. fini every other node in reverse topological order; release what the
+ *    links still hold; measure the pool: bytes after must be 0, and any
+ *    byte still held is attributed to the node (and input port) holding it. */
+#include "runtime/runtime.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GRACE_NS 200000000ull
+
+typedef struct link_totals {
+    uint64_t depth, dequeued, dropped;
+} link_totals;
+
+static link_totals totals(zf_instance *inst)
+{
+    link_totals t = {0};
+    for (size_t i = 0; i < inst->n_links; i++) {
+        zf_link_stats s;
+        zf_link_stats_get(inst->links[i], &s);
+        t.depth += s.depth;
+        t.dequeued += s.dequeued;
+        t.dropped += s.dropped;
+    }
+    return t;
+}
+
+static bool hung(zf_node *n)
+{
+    return atomic_load(&n->degraded) & ZFI_DEG_HUNG;
+}
+
+/* A hung node cannot pass end of stream on: do it for it. */
+static void cut_out_hung(zf_instance *inst)
+{
+    for (size_t i = 0; i < inst->n_nodes; i++) {
+        zf_node *n = inst->nodes[i];
+        if (!hung(n) || atomic_load(&n->abandoned))
+            continue;
+        pthread_mutex_lock(&inst->mu);
+        bool closed = n->outputs_closed;
+        pthread_mutex_unlock(&inst->mu);
+        if (closed)
+            continue;
+        for (size_t p = 0; p < n->n_in; p++)
+            zfi_link_flush(n->in[p]);
+        zfi_node_close_outputs(n);
+        if (n->decl->kind == ZF_SINK && !n->done) {
+            n->done = true;
+            zfi_instance_sink_done(inst);
+        }
+    }
+}
+
+/* Nothing runs or is queued, except hung nodes (they will be abandoned). */
+static bool quiescent(zf_instance *inst)
+{
+    for (size_t i = 0; i < inst->n_nodes; i++) {
+        zf_node *n = inst->nodes[i];
+        if (atomic_load(&n->abandoned) || hung(n))
+            continue;
+        if (atomic_load(&n->sched) != ZFI_IDLE || atomic_load(&n->cb_word))
+            return false;
+    }
+    return true;
+}
+
+static void wait_quiescent(zf_instance *inst, uint64_t until)
+{
+    while (!quiescent(inst) && zf_clock_ns() < until)
+        usleep(500);
+}
+
+/* ---- who holds leaked bytes ---- */
+
+typedef struct holder {
+    uint32_t owner;
+    uint64_t count, bytes;
+} holder;
+
+typedef struct holders {
+    holder h[16];
+    size_t n;
+    uint64_t other_count, other_bytes;
+} holders;
+
+typedef struct walk {
+    holders hs;
+    zf_instance *inst;
+} walk;
+
+static void count_holder(void *arg, const zf_data *d, size_t block)
+{
+    walk *w = arg;
+    holders *hs = &w->hs;
+    for (size_t i = 0; i < w->inst->n_nodes; i++)
+        if (atomic_load(&w->inst->nodes[i]->abandoned) && w->inst->nodes[i]->cb_capsule == d)
+            return; /* reported with its abandoned node */
+    uint32_t owner = atomic_load_explicit(&((zf_data *)d)->owner, memory_order_relaxed);
+    for (size_t i = 0; i < hs->n; i++)
+        if (hs->h[i].owner == owner) {
+            hs->h[i].count++;
+            hs->h[i].bytes += block;
+            return;
+        }
+    if (hs->n < ZFI_ARRAY_LEN(hs->h)) {
+        hs->h[hs->n++] = (holder){owner, 1, block};
+    } else {
+        hs->other_count++;
+        hs->other_bytes += block;
+    }
+}
+
+static size_t block_bytes(const zf_data *d)
+{
+    return d->kind == ZFI_KIND_SMALL || d->kind == ZFI_KIND_LARGE ? d->cap + ZFI_HDR_SIZE : 0;
+}
+
+static void describe_holders(zf_instance *inst, zf_stop_report *r)
+{
+    zfi_buf b;
+    zfi_buf_init(&b);
+    for (size_t i = 0; i < inst->n_nodes; i++) {
+        zf_node *n = inst->nodes[i];
+        if (!atomic_load(&n->abandoned))
+            continue;
+        zfi_buf_printf(&b, "%snode '%s' abandoned inside a callback", b.len ? "; " : "",
+                       n->desc->id);
+        if (n->cb_capsule) {
+            size_t bytes = block_bytes(n->cb_capsule);
+            r->bytes_abandoned += bytes;
+            zfi_buf_printf(&b, ", holding 1 capsule (%zu bytes) until it returns", bytes);
+        }
+    }
+    for (size_t i = 0; i < inst->n_nodes; i++) {
+        zf_node *n = inst->nodes[i];
+        long long held = atomic_load(&n->held);
+        if (!atomic_load(&n->abandoned) && held > 0)
+            zfi_buf_printf(&b, "%snode '%s' took %lld reference(s) it never released",
+                           b.len ? "; " : "", n->desc->id, held);
+    }
+    if (r->pool_bytes_after > r->bytes_abandoned) {
+        walk w = {.inst = inst};
+        holders *hs = &w.hs;
+        zfi_pool_walk(inst->pool, count_holder, &w);
+        for (size_t i = 0; i < hs->n; i++) {
+            uint32_t node = hs->h[i].owner >> 8, port = hs->h[i].owner & 0xff;
+            zfi_buf_printf(&b, "%s%llu capsule(s), %llu bytes: ", b.len ? "; " : "",
+                           (unsigned long long)hs->h[i].count, (unsigned long long)hs->h[i].bytes);
+            if (node == 0 || node > inst->n_nodes) {
+                zfi_buf_puts(&b, "allocated outside any node");
+            } else {
+                zf_node *n = inst->nodes[node - 1];
+                if (port && port <= n->n_in)
+                    zfi_buf_printf(&b, "last delivered to node '%s' (input '%s')", n->desc->id,
+                                   n->decl->inputs[port - 1].name);
+                else
+                    zfi_buf_printf(&b, "allocated by node '%s' and never sent", n->desc->id);
+            }
+        }
+        if (hs->other_count)
+            zfi_buf_printf(&b, "; %llu more capsule(s), %llu bytes",
+                           (unsigned long long)hs->other_count,
+                           (unsigned long long)hs->other_bytes);
+    }
+    r->bytes_leaked =
+        r->pool_bytes_after > r->bytes_abandoned ? r->pool_bytes_after - r->bytes_abandoned : 0;
+    snprintf(r->holders, sizeof r->holders, "%s", b.s ? b.s : "");
+    zfi_buf_free(&b);
+}
+
+/* ---- stop ---- */
+
+static void remove_from_runtime(zf_instance *inst)
+{
+    zf_runtime *rt = inst->rt;
+    pthread_mutex_lock(&rt->mu);
+    for (zf_instance **p = &rt->instances; *p; p = &(*p)->next_in_rt)
+        if (*p == inst) {
+            *p = inst->next_in_rt;
+            break;
+        }
+    pthread_mutex_unlock(&rt->mu);
+}
+
+zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
+{
+    if (!inst)
+        return zfi_error(ZF_EINVAL, "zf_instance_stop: NULL instance");
+    pthread_mutex_lock(&inst->mu);
+    if (inst->stopped || inst->state == ZF_INSTANCE_DRAINING) {
+        if (report)
+            *report = inst->report;
+        pthread_mutex_unlock(&inst->mu);
+        return ZF_OK;
+    }
+    inst->state = ZF_INSTANCE_DRAINING;
+    inst->state_since_ns = zf_clock_ns();
+    pthread_mutex_unlock(&inst->mu);
+
+    zf_stop_report r;
+    memset(&r, 0, sizeof r);
+    uint64_t t0 = zf_clock_ns();
+    uint64_t deadline = t0 + (uint64_t)inst->drain_timeout_ns;
+    atomic_store(&inst->sources_stopped, true);
+    zfi_quarantine_flush();
+    zf_pool_stats ps;
+    zf_pool_stats_get(inst->pool, &ps);
+    r.pool_bytes_before = ps.bytes_in_use;
+    link_totals before = totals(inst);
+    r.in_flight_at_stop = before.depth;
+
+    /* 1. Sources stop: no new produce; one in progress finishes (and its
+     * capsules are delivered) unless it is hung; end of stream flows. */
+    for (size_t i = 0; i < inst->n_nodes; i++) {
+        zf_node *n = inst->nodes[i];
+        if (n->decl->kind != ZF_SOURCE)
+            continue;
+        while (atomic_load(&n->cb_word) && !hung(n) && zf_clock_ns() < deadline)
+            usleep(200);
+        n->done = true;
+        zfi_node_close_outputs(n);
+    }
+    /* 2. Drain until every sink has seen end of stream. A hung node may
+     * still come back before the deadline; past it, it is cut out and the
+     * nodes after it get a short grace to finish. */
+    pthread_mutex_lock(&inst->mu);
+    bool cut = false;
+    for (;;) {
+        uint64_t now = zf_clock_ns();
+        if (inst->sinks_left == 0 || (cut && now >= deadline + GRACE_NS))
+            break;
+        if (!cut && now >= deadline) {
+            pthread_mutex_unlock(&inst->mu);
+            cut_out_hung(inst);
+            pthread_mutex_lock(&inst->mu);
+            cut = true;
+            continue;
+        }
+        uint64_t wake = cut ? deadline + GRACE_NS : deadline;
+        struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000u),
+                              .tv_nsec = (long)(wake % 1000000000u)};
+        pthread_cond_timedwait(&inst->cv, &inst->mu, &ts);
+    }
+    r.drain_timed_out = cut;
+    pthread_mutex_unlock(&inst->mu);
+    r.drain_ns = (int64_t)(zf_clock_ns() - t0);
+
+    /* 3. Halt; abandon whoever is still inside a callback after a grace. */
+    atomic_store(&inst->halted, true);
+    uint64_t now = zf_clock_ns();
+    wait_quiescent(inst, (now > deadline ? now : deadline) + GRACE_NS);
+    for (size_t i = 0; i < inst->n_nodes; i++) {
+        zf_node *n = inst->nodes[i];
+        if (zfi_node_abandon(n)) {
+            r.nodes_abandoned++;
+            pthread_mutex_lock(&inst->mu);
+            zfi_node_set_state(n, ZF_NODE_FAILED, "abandoned at stop: stuck in a callback");
+            pthread_mutex_unlock(&inst->mu);
+            zfi_log(ZF_LOG_WARN, "instance",
+                    "%s: node '%s' is stuck in a callback: abandoned (its thread is left "
+                    "behind)",
+                    inst->uuid, n->desc->id);
+        }
+    }
+    wait_quiescent(inst, zf_clock_ns() + GRACE_NS);
+    link_totals after = totals(inst);
+    r.delivered_in_drain = after.dequeued - before.dequeued;
+
+    /* 4. fini, release, measure. */
+    zfi_instance_fini_nodes(inst);
+    wait_quiescent(inst, zf_clock_ns() + GRACE_NS); /* threads fini joined */
+    remove_from_runtime(inst);
+    for (size_t i = 0; i < inst->n_links; i++)
+        zfi_link_flush(inst->links[i]);
+    after = totals(inst);
+    r.dropped = after.dropped;
+    r.dropped_in_drain = after.dropped - before.dropped;
+    zfi_quarantine_flush();
+    zf_pool_stats_get(inst->pool, &ps);
+    r.pool_bytes_after = ps.bytes_in_use;
+    r.pool_high_water = ps.bytes_high_water;
+    r.releases = atomic_load(&inst->acct->released);
+    describe_holders(inst, &r);
+
+    pthread_mutex_lock(&inst->mu);
+    inst->report = r;
+    inst->stopped = true;
+    inst->state = ZF_INSTANCE_DESTROYED;
+    inst->state_since_ns = zf_clock_ns();
+    pthread_cond_broadcast(&inst->cv);
+    pthread_mutex_unlock(&inst->mu);
+    zfi_log(ZF_LOG_INFO, "instance",
+            "stopped %s: %llu in flight, %llu delivered in drain, %llu dropped, %llu bytes "
+            "leaked, %llu held by abandoned nodes%s%s",
+            inst->uuid, (unsigned long long)r.in_flight_at_stop,
+            (unsigned long long)r.delivered_in_drain, (unsigned long long)r.dropped,
+            (unsigned long long)r.bytes_leaked, (unsigned long long)r.bytes_abandoned,
+            r.holders[0] ? ": " : "", r.holders);
+    if (report)
+        *report = r;
+    return ZF_OK;
+}
+
+void zf_instance_destroy(zf_instance *inst)
+{
+    if (!inst)
+        return;
+    zf_instance_stop(inst, NULL);
+    if (inst->report.nodes_abandoned) {
+        /* A node left inside a callback may still touch its links, its
+         * instance and its pool when it returns: keep them. */
+        zfi_log(ZF_LOG_WARN, "instance",
+                "%s: keeping the instance's memory for its %llu abandoned node(s)", inst->uuid,
+                (unsigned long long)inst->report.nodes_abandoned);
+        return;
+    }
+    zfi_instance_free(inst);
+}

@@ -1,0 +1,130 @@
+/* Containment: the watchdog and the breaker.
+ *
+ * A node whose callback has not returned within its hang_timeout, or that
+ * returned errors max_errors times within error_window, is DEGRADED: the
+ * breaker opens on its inputs (they shed load, dropping their oldest
+ * capsules, so producers upstream keep their rate even on `block` links)
+ * and, for a hang, the stuck worker is replaced. When the callback returns
+ * (or errors stop for a window) the breaker closes and the node is RUNNING
+ * again. */
+#include "runtime/runtime.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_HANG_TIMEOUT_NS 1000000000LL
+#define DEFAULT_MAX_ERRORS      5u
+#define DEFAULT_ERROR_WINDOW_NS 1000000000LL
+
+void zfi_node_set_state(zf_node *n, zf_node_state s, const char *fmt, ...)
+{
+    /* inst->mu held */
+    n->node_state = s;
+    n->state_since_ns = zf_clock_ns();
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n->reason, sizeof n->reason, fmt, ap);
+    va_end(ap);
+}
+
+static void set_breakers(zf_node *n, bool open)
+{
+    for (size_t i = 0; i < n->n_in; i++)
+        zfi_link_set_breaker(n->in[i], open);
+}
+
+/* Apply a change of the degraded bits; inst->mu held. */
+static void degrade(zf_node *n, int bit, const char *reason)
+{
+    int before = atomic_fetch_or(&n->degraded, bit);
+    if (before & bit)
+        return;
+    if (n->node_state == ZF_NODE_RUNNING || n->node_state == ZF_NODE_DEGRADED) {
+        if (!before)
+            atomic_fetch_add(&n->degraded_count, 1);
+        zfi_node_set_state(n, ZF_NODE_DEGRADED, "%s", reason);
+    }
+    zfi_log(ZF_LOG_WARN, "watchdog", "instance %s: node '%s' DEGRADED: %s; its inputs shed load",
+            n->inst->uuid, n->desc->id, reason);
+    if (!before)
+        set_breakers(n, true);
+}
+
+static void recover(zf_node *n, int bit, const char *what)
+{
+    int before = atomic_fetch_and(&n->degraded, ~bit);
+    if (!(before & bit) || (before & ~bit))
+        return; /* not degraded for this reason, or still for another */
+    if (n->node_state == ZF_NODE_DEGRADED)
+        zfi_node_set_state(n, ZF_NODE_RUNNING, "%s", "");
+    set_breakers(n, false);
+    zfi_log(ZF_LOG_INFO, "watchdog", "instance %s: node '%s' RUNNING again (%s)", n->inst->uuid,
+            n->desc->id, what);
+}
+
+void zfi_watchdog_scan(zf_instance *inst, uint64_t now)
+{
+    for (size_t i = 0; i < inst->n_nodes; i++) {
+        zf_node *n = inst->nodes[i];
+        uint64_t w = atomic_load(&n->cb_word);
+        int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : DEFAULT_HANG_TIMEOUT_NS;
+        if (!w || (w & (ZFI_CB_HUNG | ZFI_CB_ABANDONED)) || now < w || now - w <= (uint64_t)limit)
+            continue;
+        uint64_t start = w;
+        if (!zfi_node_mark_hung(n, start))
+            continue; /* that callback returned meanwhile */
+        char why[160];
+        snprintf(why, sizeof why, "%s has not returned for %.1f s (hang_timeout %.1f s)",
+                 n->decl->kind == ZF_SOURCE ? "produce" : "on_input", (double)(now - start) / 1e9,
+                 (double)limit / 1e9);
+        pthread_mutex_lock(&inst->mu);
+        degrade(n, ZFI_DEG_HUNG, why);
+        pthread_mutex_unlock(&inst->mu);
+        zfi_worker_add_locked(inst->rt);
+    }
+}
+
+void zfi_node_returned_from_hang(zf_node *n)
+{
+    pthread_mutex_lock(&n->inst->mu);
+    recover(n, ZFI_DEG_HUNG, "the stuck callback returned");
+    pthread_mutex_unlock(&n->inst->mu);
+}
+
+void zfi_node_error(zf_node *n, zf_err err, const char *what)
+{
+    uint64_t now = zf_clock_ns();
+    atomic_fetch_add_explicit(&n->errors, 1, memory_order_relaxed);
+    uint32_t max = n->max_errors ? n->max_errors : DEFAULT_MAX_ERRORS;
+    int64_t window = n->error_window_ns ? n->error_window_ns : DEFAULT_ERROR_WINDOW_NS;
+    /* The ring holds the last `max` error times; the node's callbacks run
+     * on one worker at a time, so no lock is needed for it. */
+    n->err_times[n->err_head] = now;
+    n->err_head = (n->err_head + 1) % max;
+    n->last_error_ns = now;
+    uint64_t oldest = n->err_times[n->err_head]; /* max errors ago */
+    if (atomic_load(&n->errors) == 1 || zfi_log_enabled(ZF_LOG_DEBUG))
+        zfi_log(ZF_LOG_WARN, "node", "instance %s: node '%s' %s failed: %s%s%s", n->inst->uuid,
+                n->desc->id, what, zf_errname(err), n->error_msg[0] ? ": " : "", n->error_msg);
+    if (oldest && now - oldest <= (uint64_t)window &&
+        !(atomic_load(&n->degraded) & ZFI_DEG_ERRORS)) {
+        char why[200];
+        snprintf(why, sizeof why, "%u errors within %.1f s (last: %s%s%.80s)", max,
+                 (double)window / 1e9, zf_errname(err), n->error_msg[0] ? ": " : "", n->error_msg);
+        pthread_mutex_lock(&n->inst->mu);
+        degrade(n, ZFI_DEG_ERRORS, why);
+        pthread_mutex_unlock(&n->inst->mu);
+    }
+}
+
+void zfi_node_success(zf_node *n, uint64_t now)
+{
+    if (!(atomic_load(&n->degraded) & ZFI_DEG_ERRORS))
+        return;
+    int64_t window = n->error_window_ns ? n->error_window_ns : DEFAULT_ERROR_WINDOW_NS;
+    if (now - n->last_error_ns < (uint64_t)window)
+        return;
+    pthread_mutex_lock(&n->inst->mu);
+    recover(n, ZFI_DEG_ERRORS, "no error for a whole error_window");
+    pthread_mutex_unlock(&n->inst->mu);
+}

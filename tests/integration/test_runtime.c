@@ -1,0 +1,346 @@
+/* The runtime: pipelines deliver everything, by reference, in order; fan-out
+ * shares one buffer; pinned memory is released exactly once per capsule;
+ * sources on threads of their own block with a timeout; periodic sources
+ * keep their rate; suspend and resume; copy on write; the stop report. */
+#include "harness.h"
+#include "testutil.h"
+
+#include <string.h>
+
+static zf_runtime *rt;
+
+static void setup(void)
+{
+    if (!rt)
+        zf_runtime_create(NULL, &rt);
+}
+
+/* source -> relay -> sink; knobs as extra descriptor text. */
+static const char *chain(const char *gen_cfg, const char *relay_cfg, const char *queue,
+                         const char *summary)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf,
+             "name: chain\n"
+             "sources:\n"
+             "  - id: gen\n"
+             "    library: \"{{ NODES }}/libt_gen.so\"\n"
+             "    configuration: {%s}\n"
+             "    outputs: [{id: out, type: bytes}]\n"
+             "operators:\n"
+             "  - id: relay\n"
+             "    library: \"{{ NODES }}/libt_relay.so\"\n"
+             "    configuration: {%s}\n"
+             "    inputs: [{id: in, type: bytes}]\n"
+             "    outputs: [{id: out, type: bytes}]\n"
+             "sinks:\n"
+             "  - id: sink\n"
+             "    library: \"{{ NODES }}/libt_count.so\"\n"
+             "    configuration: {summary: \"%s\"}\n"
+             "    inputs: [{id: in, type: bytes}]\n"
+             "links:\n"
+             "  - from: {node: gen, output: out}\n"
+             "    to: {node: relay, input: in}\n"
+             "    queue: {%s}\n"
+             "  - from: {node: relay, output: out}\n"
+             "    to: {node: sink, input: in}\n"
+             "    queue: {%s}\n",
+             gen_cfg, relay_cfg, summary, queue, queue);
+    return buf;
+}
+
+static bool wait_callbacks(zf_instance *inst, const char *id, uint64_t n, int timeout_ms)
+{
+    for (int t = 0; t < timeout_ms; t += 5) {
+        zf_node_stats s;
+        if (zt_node_stats(inst, id, &s, NULL, 0) && s.callbacks >= n)
+            return true;
+        zt_sleep_ms(5);
+    }
+    return false;
+}
+
+static zf_stop_report run_until(const char *yaml, const char *id, uint64_t n)
+{
+    setup();
+    zf_stop_report r;
+    memset(&r, 0, sizeof r);
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = zt_flow(yaml, NULL, d, NULL);
+    if (!f) {
+        char *t = zf_diag_format(d);
+        fprintf(stderr, "%s", t);
+        free(t);
+    }
+    zf_instance *inst = f ? zt_start(rt, f, d) : NULL;
+    if (inst) {
+        if (!wait_callbacks(inst, id, n, 60000))
+            fprintf(stderr, "  %s did not reach %llu callbacks\n", id, (unsigned long long)n);
+        zf_instance_stop(inst, &r);
+        zf_instance_destroy(inst);
+    }
+    zf_flow_free(f);
+    zf_diag_free(d);
+    return r;
+}
+
+ZT_CASE(pipeline_delivers_everything_in_order_without_copies)
+{
+    const char *sum = zt_tmp_path("chain.json");
+    zf_stop_report r =
+        run_until(chain("count: 20000, size: 64", "", "capacity: 4", sum), "sink", 20000);
+    ZT_EQ(r.bytes_leaked, 0);
+    ZT_EQ(r.pool_bytes_after, 0);
+    ZT_EQ(r.dropped, 0);
+    ZT_EQ(zt_summary(sum, "count"), 20000);
+    ZT_EQ(zt_summary(sum, "same_address"), 20000); /* the source's buffer, every time */
+    ZT_EQ(zt_summary(sum, "out_of_order"), 0);
+    ZT_EQ(zt_summary(sum, "last_seq"), 20000);
+}
+
+ZT_CASE(large_capsules_move_by_reference)
+{
+    const char *sum = zt_tmp_path("large.json");
+    zf_stop_report r =
+        run_until(chain("count: 200, size: 4194304", "", "capacity: 8", sum), "sink", 200);
+    ZT_EQ(r.bytes_leaked, 0);
+    ZT_EQ(zt_summary(sum, "count"), 200);
+    ZT_EQ(zt_summary(sum, "same_address"), 200);
+    ZT_EQ(zt_summary(sum, "bytes"), 200ll * 4194304);
+}
+
+ZT_CASE(pinned_capsules_release_once_each)
+{
+    const char *sum = zt_tmp_path("wrap.json");
+    zf_stop_report r = run_until(
+        chain("count: 3000, size: 256, mode: wrap", "", "capacity: 16", sum), "sink", 3000);
+    ZT_EQ(zt_summary(sum, "count"), 3000);
+    ZT_EQ(zt_summary(sum, "same_address"), 3000);
+    ZT_EQ(r.releases, 3000); /* one release callback per capsule */
+    ZT_EQ(r.bytes_leaked, 0);
+}
+
+ZT_CASE(static_capsules)
+{
+    const char *sum = zt_tmp_path("static.json");
+    zf_stop_report r =
+        run_until(chain("count: 100, size: 16, mode: static", "", "capacity: 4", sum), "sink", 100);
+    ZT_EQ(zt_summary(sum, "count"), 100);
+    ZT_EQ(r.bytes_leaked, 0);
+}
+
+ZT_CASE(source_thread_blocks_with_timeout_and_loses_nothing)
+{
+    const char *sum = zt_tmp_path("thread.json");
+    zf_stop_report r =
+        run_until(chain("count: 2000, size: 64, thread: true", "sleep_us: 50", "capacity: 2", sum),
+                  "sink", 2000);
+    ZT_EQ(zt_summary(sum, "count"), 2000);
+    ZT_EQ(zt_summary(sum, "out_of_order"), 0);
+    ZT_EQ(r.dropped, 0);
+    ZT_EQ(r.bytes_leaked, 0);
+}
+
+ZT_CASE(copy_on_write_in_a_fan_out)
+{
+    /* gen fans out to relay (which writes: copy on write) and to a sink
+     * that sees the original, untouched and at the source's address. */
+    const char *a = zt_tmp_path("direct.json"), *b = zt_tmp_path("mutated.json");
+    char yaml[4096];
+    snprintf(yaml, sizeof yaml,
+             "name: cow\n"
+             "sources:\n"
+             "  - id: gen\n"
+             "    library: \"{{ NODES }}/libt_gen.so\"\n"
+             "    configuration: {count: 500, size: 128}\n"
+             "    outputs: [out]\n"
+             "operators:\n"
+             "  - id: relay\n"
+             "    library: \"{{ NODES }}/libt_relay.so\"\n"
+             "    configuration: {mutate: true}\n"
+             "    inputs: [in]\n"
+             "    outputs: [out]\n"
+             "sinks:\n"
+             "  - id: direct\n"
+             "    library: \"{{ NODES }}/libt_count.so\"\n"
+             "    configuration: {summary: \"%s\"}\n"
+             "    inputs: [in]\n"
+             "  - id: mutated\n"
+             "    library: \"{{ NODES }}/libt_count.so\"\n"
+             "    configuration: {summary: \"%s\"}\n"
+             "    inputs: [in]\n"
+             "links:\n"
+             "  - {from: {node: gen, output: out}, to: {node: relay, input: in}}\n"
+             "  - {from: {node: gen, output: out}, to: {node: direct, input: in}}\n"
+             "  - {from: {node: relay, output: out}, to: {node: mutated, input: in}}\n",
+             a, b);
+    zf_stop_report r = run_until(yaml, "mutated", 500);
+    ZT_EQ(r.bytes_leaked, 0);
+    ZT_EQ(zt_summary(a, "count"), 500);
+    ZT_EQ(zt_summary(b, "count"), 500);
+    /* The mutated branch got copies (moved); the direct one, originals,
+     * except when relay happened to hold the only reference left. */
+    ZT_CHECK(zt_summary(b, "moved") > 0);
+    ZT_EQ(zt_summary(a, "same_address"), 500);
+}
+
+ZT_CASE(periodic_source_keeps_its_rate)
+{
+    setup();
+    const char *yaml = "name: periodic\n"
+                       "sources:\n"
+                       "  - id: gen\n"
+                       "    library: \"{{ NODES }}/libt_gen.so\"\n"
+                       "    period: 10ms\n"
+                       "    outputs: [out]\n"
+                       "sinks:\n"
+                       "  - id: sink\n"
+                       "    library: \"{{ NODES }}/libt_count.so\"\n"
+                       "    inputs: [in]\n"
+                       "links:\n"
+                       "  - {from: {node: gen, output: out}, to: {node: sink, input: in}}\n";
+    zf_flow *f = zt_flow(yaml, NULL, NULL, NULL);
+    ZT_CHECK(f);
+    zf_instance *inst = zt_start(rt, f, NULL);
+    ZT_CHECK(inst);
+    zt_sleep_ms(1000);
+    zf_node_stats s;
+    ZT_CHECK(zt_node_stats(inst, "gen", &s, NULL, 0));
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+    /* 100 ticks expected; wide margins, this is not a timing test. */
+    ZT_CHECK(s.callbacks >= 50);
+    ZT_CHECK(s.callbacks <= 110);
+}
+
+ZT_CASE(suspend_stops_sources_resume_continues_nothing_lost)
+{
+    setup();
+    const char *sum = zt_tmp_path("suspend.json");
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml,
+             "name: suspend\n"
+             "sources:\n"
+             "  - id: gen\n"
+             "    library: \"{{ NODES }}/libt_gen.so\"\n"
+             "    period: 2ms\n"
+             "    outputs: [out]\n"
+             "sinks:\n"
+             "  - id: sink\n"
+             "    library: \"{{ NODES }}/libt_count.so\"\n"
+             "    configuration: {summary: \"%s\"}\n"
+             "    inputs: [in]\n"
+             "links:\n"
+             "  - {from: {node: gen, output: out}, to: {node: sink, input: in}}\n",
+             sum);
+    zf_flow *f = zt_flow(yaml, NULL, NULL, NULL);
+    zf_instance *inst = zt_start(rt, f, NULL);
+    ZT_CHECK(inst);
+    ZT_CHECK(wait_callbacks(inst, "sink", 20, 5000));
+    ZT_OK(zf_instance_suspend(inst));
+    ZT_EQ(zf_instance_state_get(inst), ZF_INSTANCE_SUSPENDED);
+    ZT_EQ(zf_instance_suspend(inst), ZF_ESTATE);
+    zt_sleep_ms(50);
+    zf_node_stats a, b;
+    zt_node_stats(inst, "sink", &a, NULL, 0);
+    zt_sleep_ms(300);
+    zt_node_stats(inst, "sink", &b, NULL, 0);
+    ZT_EQ(a.callbacks, b.callbacks); /* suspended: nothing flows */
+    ZT_OK(zf_instance_start(inst));  /* resume */
+    ZT_CHECK(wait_callbacks(inst, "sink", b.callbacks + 20, 5000));
+    zf_stop_report r;
+    ZT_OK(zf_instance_stop(inst, &r));
+    zf_node_stats g;
+    zt_node_stats(inst, "gen", &g, NULL, 0);
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+    ZT_EQ(r.dropped, 0);
+    ZT_EQ(zt_summary(sum, "count"), (long long)g.sent); /* every capsule sent arrived */
+    ZT_EQ(zt_summary(sum, "out_of_order"), 0);
+}
+
+ZT_CASE(stop_report_names_who_holds_leaked_bytes)
+{
+    zf_stop_report r = run_until(
+        chain("count: 100, size: 960", "leak: 3", "capacity: 4", zt_tmp_path("leak.json")), "sink",
+        100);
+    ZT_EQ(r.bytes_leaked, 3 * 1024);
+    ZT_CONTAINS(r.holders, "node 'relay' took 3 reference(s) it never released");
+    ZT_CONTAINS(r.holders, "last delivered to node 'sink' (input 'in')");
+    ZT_CONTAINS(r.holders, "3 capsule(s), 3072 bytes");
+}
+
+ZT_CASE(kept_references_released_in_fini_are_not_leaks)
+{
+    zf_stop_report r = run_until(
+        chain("count: 100, size: 1000", "keep: 10", "capacity: 4", zt_tmp_path("keep.json")),
+        "sink", 100);
+    ZT_EQ(r.bytes_leaked, 0);
+    ZT_EQ(r.holders[0], 0);
+}
+
+ZT_CASE(drop_oldest_link_sheds_and_stays_bounded)
+{
+    setup();
+    const char *sum = zt_tmp_path("drop.json");
+    zf_flow *f = zt_flow(
+        chain("count: 3000, size: 64", "sleep_us: 200", "capacity: 8, policy: drop_oldest", sum),
+        NULL, NULL, NULL);
+    zf_instance *inst = zt_start(rt, f, NULL);
+    ZT_CHECK(inst);
+    zf_node_stats g;
+    for (int t = 0; t < 10000 && (zt_node_stats(inst, "gen", &g, NULL, 0), g.sent < 3000); t += 5)
+        zt_sleep_ms(5);
+    ZT_EQ(g.sent, 3000);
+    zf_link_stats in;
+    for (int t = 0; t < 10000 && (zt_link_stats(inst, "relay.in", &in), in.depth > 0); t += 5)
+        zt_sleep_ms(5);
+    zf_pool_stats p = zt_pool_stats(inst);
+    zf_stop_report r;
+    zf_instance_stop(inst, &r);
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+    ZT_CHECK(r.dropped > 0);
+    ZT_CHECK(in.high_water <= 8);
+    ZT_CHECK(p.bytes_high_water <= 32 * 128); /* two queues of 8, plus what nodes hold */
+    ZT_EQ(r.bytes_leaked, 0);
+    ZT_EQ(zt_summary(sum, "last_seq"), 3000); /* the newest survive */
+    ZT_EQ(zt_summary(sum, "out_of_order"), 0);
+}
+
+ZT_CASE(state_machine_refuses_bad_transitions)
+{
+    setup();
+    zf_flow *f = zt_flow(chain("count: 10", "", "capacity: 4", ""), NULL, NULL, NULL);
+    zf_instance *inst = NULL;
+    ZT_OK(zf_instance_create(rt, f, NULL, NULL, &inst));
+    ZT_EQ(zf_instance_state_get(inst), ZF_INSTANCE_CREATED);
+    ZT_EQ(zf_instance_suspend(inst), ZF_ESTATE);
+    ZT_OK(zf_instance_start(inst));
+    ZT_EQ(zf_instance_start(inst), ZF_ESTATE);
+    ZT_CONTAINS(zf_last_error(), "RUNNING");
+    ZT_OK(zf_instance_stop(inst, NULL));
+    ZT_EQ(zf_instance_state_get(inst), ZF_INSTANCE_DESTROYED);
+    ZT_OK(zf_instance_stop(inst, NULL)); /* idempotent */
+    ZT_EQ(zf_instance_start(inst), ZF_ESTATE);
+    ZT_EQ(strlen(zf_instance_uuid(inst)), 36);
+    ZT_EQ(zf_instance_uuid(inst)[14], '4'); /* UUID v4 */
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+}
+
+ZT_CASE(teardown)
+{
+    zf_runtime_destroy(rt);
+    rt = NULL;
+}
+
+ZT_MAIN(ZT_ENTRY(pipeline_delivers_everything_in_order_without_copies),
+        ZT_ENTRY(large_capsules_move_by_reference), ZT_ENTRY(pinned_capsules_release_once_each),
+        ZT_ENTRY(static_capsules), ZT_ENTRY(source_thread_blocks_with_timeout_and_loses_nothing),
+        ZT_ENTRY(copy_on_write_in_a_fan_out), ZT_ENTRY(periodic_source_keeps_its_rate),
+        ZT_ENTRY(suspend_stops_sources_resume_continues_nothing_lost),
+        ZT_ENTRY(stop_report_names_who_holds_leaked_bytes),
+        ZT_ENTRY(kept_references_released_in_fini_are_not_leaks),
+        ZT_ENTRY(drop_oldest_link_sheds_and_stays_bounded),
+        ZT_ENTRY(state_machine_refuses_bad_transitions), ZT_ENTRY(teardown))

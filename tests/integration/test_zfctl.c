@@ -1,0 +1,191 @@
+/* zfctl as a user runs it: real processes, real signals. */
+#include "harness.h"
+#include "testutil.h"
+
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#if defined(ZF_SANITIZE_THREAD) || defined(ZF_SANITIZE_ADDRESS)
+#define FRAME_VAR "FRAME_BYTES=2MiB"
+#else
+#define FRAME_VAR "FRAME_BYTES=10MiB"
+#endif
+
+static char zfctl[512], flow[512], libdir[600];
+
+static void paths(void)
+{
+    snprintf(zfctl, sizeof zfctl, "%s/apps/zfctl/zfctl", zt_build_dir());
+    snprintf(flow, sizeof flow, "%s/examples/seed-pipeline/flow.yaml", zt_source_dir());
+    snprintf(libdir, sizeof libdir, "LIB_DIR=%s/examples/seed-pipeline", zt_build_dir());
+}
+
+/* Run zfctl with up to 16 arguments; returns the exit status. */
+static int zf(char **out, int timeout_s, const char *a0, ...)
+{
+    char *argv[20] = {zfctl};
+    int n = 1;
+    va_list ap;
+    va_start(ap, a0);
+    for (const char *a = a0; a && n < 19; a = va_arg(ap, const char *))
+        argv[n++] = (char *)a;
+    va_end(ap);
+    argv[n] = NULL;
+    return zt_exec(argv, out, timeout_s);
+}
+
+ZT_CASE(help_and_usage_errors)
+{
+    paths();
+    char *out;
+    ZT_EQ(zf(&out, 10, "--help", NULL), 0);
+    ZT_CONTAINS(out, "usage: zfctl COMMAND");
+    free(out);
+    ZT_EQ(zf(&out, 10, "run", "--help", NULL), 0);
+    ZT_CONTAINS(out, "--duration");
+    free(out);
+    ZT_EQ(zf(&out, 10, "launch", NULL), 2);
+    ZT_CONTAINS(out, "unknown command 'launch'");
+    free(out);
+    ZT_EQ(zf(&out, 10, "run", NULL), 2);
+    ZT_CONTAINS(out, "missing FLOW");
+    free(out);
+    ZT_EQ(zf(&out, 10, "run", flow, "--duration", "soon", NULL), 2);
+    ZT_CONTAINS(out, "not a duration");
+    free(out);
+}
+
+ZT_CASE(validate_good_and_bad)
+{
+    paths();
+    char *out;
+    ZT_EQ(zf(&out, 20, "validate", flow, "--var", libdir, NULL), 0);
+    ZT_CONTAINS(out, "valid");
+    free(out);
+    /* Without LIB_DIR the libraries are not where the descriptor says. */
+    ZT_EQ(zf(&out, 20, "validate", flow, "--var", "LIB_DIR=/nonexistent", NULL), 3);
+    ZT_CONTAINS(out, "flow.yaml:");
+    ZT_CONTAINS(out, "/nonexistent/libzf_camera.so does not exist");
+    ZT_CONTAINS(out, "4 errors");
+    free(out);
+    /* --flatten checks the structure only, and prints JSON. */
+    ZT_EQ(zf(&out, 20, "validate", flow, "--var", "LIB_DIR=/nonexistent", "--flatten", "--json",
+             NULL),
+          0);
+    ZT_CONTAINS(out, "\"id\":\"camera\"");
+    free(out);
+    FILE *f = fopen(zt_tmp_path("bad.yaml"), "w");
+    fprintf(f, "name: bad\nsources:\n  - id: a\n    library: x.so\n    ouputs: [o]\n");
+    fclose(f);
+    ZT_EQ(zf(&out, 20, "validate", zt_tmp_path("bad.yaml"), NULL), 3);
+    ZT_CONTAINS(out, "bad.yaml:5:5");
+    ZT_CONTAINS(out, "outputs");
+    free(out);
+}
+
+ZT_CASE(graph_prints_dot)
+{
+    paths();
+    char *out;
+    ZT_EQ(zf(&out, 20, "graph", flow, NULL), 0);
+    ZT_CONTAINS(out, "digraph");
+    ZT_CONTAINS(out, "camera");
+    ZT_CONTAINS(out, "recorder");
+    free(out);
+}
+
+/* The seed pipeline with pinned frames: 0 bytes leaked, one release
+ * callback per frame sent, every frame intact at the recorder. */
+ZT_CASE(seed_pipeline_pinned_releases_every_frame)
+{
+    paths();
+    char motor[600], rec[600];
+    snprintf(motor, sizeof motor, "MOTOR_SUMMARY=%s", zt_tmp_path("motor.json"));
+    snprintf(rec, sizeof rec, "RECORDER_SUMMARY=%s", zt_tmp_path("recorder.json"));
+    char *out;
+    int rc = zf(&out, 60, "run", flow, "--var", libdir, "--var", "PINNED=true", "--var", FRAME_VAR,
+                "--var", motor, "--var", rec, "--duration", "3s", "--stats", NULL);
+    printf("%s", out);
+    ZT_EQ(rc, 0);
+    ZT_CONTAINS(out, "bytes still held in the pool: 0 (nothing leaked)");
+    /* camera's SENT column and the release callbacks of the stop line */
+    const char *cam = strstr(out, "  camera ");
+    ZT_CHECK(cam);
+    unsigned long long cb = 0, err = 1, sent = 0;
+    ZT_CHECK(sscanf(cam, " camera source %*s %llu %llu %llu", &cb, &err, &sent) == 3);
+    const char *rel = strstr(out, "during drain), ");
+    ZT_CHECK(rel);
+    unsigned long long releases = 0;
+    ZT_CHECK(sscanf(rel, "during drain), %llu release callbacks", &releases) == 1);
+    free(out);
+    ZT_CHECK(sent >= 100);
+    ZT_EQ(releases, sent);
+    ZT_EQ(zt_summary(zt_tmp_path("recorder.json"), "frames"), (long long)sent);
+    ZT_EQ(zt_summary(zt_tmp_path("recorder.json"), "bad"), 0);
+    ZT_EQ(zt_summary(zt_tmp_path("motor.json"), "detections"), (long long)sent);
+    ZT_EQ(zt_summary(zt_tmp_path("motor.json"), "out_of_order"), 0);
+}
+
+ZT_CASE(shutdown_with_a_node_that_never_returns)
+{
+    paths();
+    /* detect hangs forever on frame 10; the drain timeout is 1 s. */
+    const char *yaml = zt_tmp_path("hang.yaml");
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "sed -e 's|    hang_timeout: 1s|    hang_timeout: 1s\\n    configuration: "
+             "{hang_on_frame: 10}|' %s > %s",
+             flow, yaml);
+    ZT_EQ(system(cmd), 0);
+    char libdir_abs[700];
+    snprintf(libdir_abs, sizeof libdir_abs, "%s", libdir);
+    char *out;
+    uint64_t t0 = zf_clock_ns();
+    int rc = zf(&out, 60, "run", yaml, "--var", libdir_abs, "--var", FRAME_VAR, "--duration", "2s",
+                "--drain-timeout", "1s", "--stats", NULL);
+    double secs = (double)(zf_clock_ns() - t0) / 1e9;
+    printf("  exited after %.2f s\n", secs);
+    ZT_EQ(rc, 0);
+    ZT_CHECK(secs < 2.0 + 1.0 + 2.5); /* duration + drain timeout + margin */
+    ZT_CONTAINS(out, "node 'detect' abandoned");
+    ZT_CONTAINS(out, "abandoned nodes: 1");
+    ZT_CONTAINS(out, "bytes still held in the pool: 0 (nothing leaked)");
+    free(out);
+}
+
+ZT_CASE(sigterm_stops_gracefully)
+{
+    paths();
+    int fds[2];
+    ZT_CHECK(pipe(fds) == 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        execl(zfctl, zfctl, "run", flow, "--var", libdir, "--var", FRAME_VAR, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    zt_sleep_ms(1500);
+    kill(pid, SIGTERM);
+    char buf[16384] = {0};
+    size_t n = 0;
+    ssize_t r;
+    while (n < sizeof buf - 1 && (r = read(fds[0], buf + n, sizeof buf - 1 - n)) > 0)
+        n += (size_t)r;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ZT_CHECK(WIFEXITED(status));
+    ZT_EQ(WEXITSTATUS(status), 0);
+    ZT_CONTAINS(buf, "SIGTERM received, stopping");
+    ZT_CONTAINS(buf, "nothing leaked");
+}
+
+ZT_MAIN(ZT_ENTRY(help_and_usage_errors), ZT_ENTRY(validate_good_and_bad),
+        ZT_ENTRY(graph_prints_dot), ZT_ENTRY(seed_pipeline_pinned_releases_every_frame),
+        ZT_ENTRY(shutdown_with_a_node_that_never_returns), ZT_ENTRY(sigterm_stops_gracefully))

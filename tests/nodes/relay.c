@@ -1,0 +1,88 @@
+/* relay: a test operator forwarding its input (the same capsule: no copy).
+ *   mutate: false   write a byte first (copy on write when shared)
+ *   keep: 0         keep a reference to the first N capsules until fini
+ *   leak: 0         keep a reference to the first N capsules forever
+ *   fail_every: 0   return an error for every Nth capsule
+ *   sleep_us: 0     busy time per capsule */
+#include <zflow/zflow.h>
+
+#include <stdlib.h>
+#include <time.h>
+
+typedef struct relay {
+    bool mutate;
+    int64_t keep, leak, fail_every, sleep_us, seen;
+    zf_data **kept;
+    int64_t n_kept;
+} relay;
+
+static zf_err relay_init(zf_node *n, void **state)
+{
+    relay *r = calloc(1, sizeof *r);
+    if (!r)
+        return ZF_ENOMEM;
+    const zf_config *c = zf_node_config(n);
+    zf_config_bool(c, "mutate", false, &r->mutate);
+    zf_config_int(c, "keep", 0, &r->keep);
+    zf_config_int(c, "leak", 0, &r->leak);
+    zf_config_int(c, "fail_every", 0, &r->fail_every);
+    zf_config_int(c, "sleep_us", 0, &r->sleep_us);
+    r->kept = calloc((size_t)(r->keep + 1), sizeof *r->kept);
+    *state = r;
+    return ZF_OK;
+}
+
+static zf_err relay_on_input(void *state, zf_node *n, unsigned port, zf_data **d)
+{
+    relay *r = state;
+    (void)port;
+    r->seen++;
+    if (r->sleep_us) {
+        struct timespec ts = {0, r->sleep_us * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (r->fail_every && r->seen % r->fail_every == 0) {
+        zf_node_set_error(n, "injected failure %lld", (long long)r->seen);
+        return ZF_EINVAL;
+    }
+    if (r->n_kept < r->keep)
+        r->kept[r->n_kept++] = zf_data_ref(*d);
+    if (r->leak > 0) {
+        r->leak--;
+        zf_data_ref(*d); /* deliberately never released */
+    }
+    if (r->mutate) {
+        unsigned char *w = zf_data_mut(d);
+        if (!w)
+            return ZF_ENOMEM;
+        w[15] ^= 0xff;
+    }
+    return zf_send(n, 0, d);
+}
+
+static void relay_fini(void *state)
+{
+    relay *r = state;
+    for (int64_t i = 0; i < r->n_kept; i++)
+        zf_data_unref(r->kept[i]);
+    free(r->kept);
+    free(r);
+}
+
+static const zf_port_decl inputs[] = {{"in", "bytes"}};
+static const zf_port_decl outputs[] = {{"out", "bytes"}};
+
+static const zf_node_decl decl = {
+    .abi = ZF_ABI_VERSION,
+    .kind = ZF_OPERATOR,
+    .name = "relay",
+    .inputs = inputs,
+    .n_inputs = 1,
+    .outputs = outputs,
+    .n_outputs = 1,
+    .init = relay_init,
+    .fini = relay_fini,
+    .on_input = relay_on_input,
+};
+
+ZF_NODE_EXPORT(decl)

@@ -1,0 +1,251 @@
+#include "testutil.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *zt_build_dir(void)
+{
+    const char *d = getenv("ZF_BINARY_DIR");
+    return d ? d : ".";
+}
+
+const char *zt_source_dir(void)
+{
+    const char *d = getenv("ZF_SOURCE_DIR");
+    return d ? d : "..";
+}
+
+static char tmp_dir[256];
+
+static void remove_tmp(void)
+{
+    if (!tmp_dir[0])
+        return;
+    DIR *d = opendir(tmp_dir);
+    if (d) {
+        struct dirent *e;
+        char p[512];
+        while ((e = readdir(d)))
+            if (e->d_name[0] != '.') {
+                snprintf(p, sizeof p, "%s/%s", tmp_dir, e->d_name);
+                unlink(p);
+            }
+        closedir(d);
+    }
+    rmdir(tmp_dir);
+}
+
+const char *zt_tmp_dir(void)
+{
+    if (!tmp_dir[0]) {
+        snprintf(tmp_dir, sizeof tmp_dir, "/tmp/zflow-test-XXXXXX");
+        if (!mkdtemp(tmp_dir)) {
+            perror("mkdtemp");
+            exit(1);
+        }
+        atexit(remove_tmp);
+    }
+    return tmp_dir;
+}
+
+const char *zt_tmp_path(const char *name)
+{
+    static char ring[8][512];
+    static int k;
+    char *p = ring[k++ % 8];
+    snprintf(p, 512, "%s/%s", zt_tmp_dir(), name);
+    return p;
+}
+
+zf_flow *zt_flow(const char *yaml, const char *const *extra, zf_diag *diag, zf_err *err)
+{
+    char nodes[512], seed[512], tmp[512];
+    snprintf(nodes, sizeof nodes, "NODES=%s/tests/nodes", zt_build_dir());
+    snprintf(seed, sizeof seed, "SEED=%s/examples/seed-pipeline", zt_build_dir());
+    snprintf(tmp, sizeof tmp, "TMP=%s", zt_tmp_dir());
+    const char *vars[32] = {nodes, seed, tmp};
+    size_t n = 3;
+    for (size_t i = 0; extra && extra[i] && n < 32; i++)
+        vars[n++] = extra[i];
+    zf_flow_options opt = {.vars = vars, .n_vars = n};
+    zf_flow *f = NULL;
+    zf_err e = zf_flow_load_string(yaml, strlen(yaml), "test.yaml", zt_tmp_dir(), &opt, diag, &f);
+    if (err)
+        *err = e;
+    return e == ZF_OK ? f : NULL;
+}
+
+zf_instance *zt_start(zf_runtime *rt, const zf_flow *f, zf_diag *diag)
+{
+    zf_instance *inst = NULL;
+    if (zf_instance_create(rt, f, NULL, diag, &inst) != ZF_OK) {
+        fprintf(stderr, "  instance: %s\n", zf_last_error());
+        return NULL;
+    }
+    zf_instance_start(inst);
+    return inst;
+}
+
+bool zt_node_stats(zf_instance *inst, const char *id, zf_node_stats *out, char *reason,
+                   size_t reason_len)
+{
+    zf_instance_stats *s = NULL;
+    if (zf_instance_stats_get(inst, &s) != ZF_OK)
+        return false;
+    bool found = false;
+    for (size_t i = 0; i < s->n_nodes && !found; i++)
+        if (!strcmp(s->nodes[i].id, id)) {
+            *out = s->nodes[i];
+            if (reason)
+                snprintf(reason, reason_len, "%s", s->nodes[i].reason ? s->nodes[i].reason : "");
+            out->reason = NULL;
+            out->id = NULL;
+            found = true;
+        }
+    zf_instance_stats_free(s);
+    return found;
+}
+
+bool zt_link_stats(zf_instance *inst, const char *to, zf_link_stats *out)
+{
+    zf_instance_stats *s = NULL;
+    if (zf_instance_stats_get(inst, &s) != ZF_OK)
+        return false;
+    bool found = false;
+    for (size_t i = 0; i < s->n_links && !found; i++)
+        if (!strcmp(s->links[i].to, to)) {
+            *out = s->links[i].stats;
+            found = true;
+        }
+    zf_instance_stats_free(s);
+    return found;
+}
+
+zf_pool_stats zt_pool_stats(zf_instance *inst)
+{
+    zf_pool_stats p = {0};
+    zf_instance_stats *s = NULL;
+    if (zf_instance_stats_get(inst, &s) == ZF_OK) {
+        p = s->pool;
+        zf_instance_stats_free(s);
+    }
+    return p;
+}
+
+void zt_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+bool zt_wait_state(zf_instance *inst, const char *id, zf_node_state state, int timeout_ms)
+{
+    for (int t = 0; t <= timeout_ms; t += 10) {
+        zf_node_stats ns;
+        if (zt_node_stats(inst, id, &ns, NULL, 0) && ns.state == state)
+            return true;
+        zt_sleep_ms(10);
+    }
+    return false;
+}
+
+long long zt_summary(const char *path, const char *key)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char buf[1024] = {0};
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    char *p = strstr(buf, pat);
+    return p ? atoll(p + strlen(pat)) : -1;
+}
+
+int zt_exec(char *const argv[], char **out, int timeout_s)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t cap = 65536, len = 0;
+    char *buf = malloc(cap);
+    time_t end = time(NULL) + timeout_s;
+    for (;;) {
+        struct pollfd p = {fds[0], POLLIN, 0};
+        int r = poll(&p, 1, 200);
+        if (r > 0) {
+            if (len + 4096 > cap)
+                buf = realloc(buf, cap *= 2);
+            ssize_t k = read(fds[0], buf + len, cap - len - 1);
+            if (k <= 0)
+                break;
+            len += (size_t)k;
+        }
+        if (time(NULL) > end) {
+            kill(pid, SIGKILL);
+            break;
+        }
+    }
+    close(fds[0]);
+    buf[len] = 0;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+uint64_t zt_rss(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    unsigned long size = 0, rss = 0;
+    if (f) {
+        if (fscanf(f, "%lu %lu", &size, &rss) != 2)
+            rss = 0;
+        fclose(f);
+    }
+    return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+int zt_open_fds(int pid)
+{
+    char path[64];
+    if (pid)
+        snprintf(path, sizeof path, "/proc/%d/fd", pid);
+    else
+        snprintf(path, sizeof path, "/proc/self/fd");
+    DIR *d = opendir(path);
+    if (!d)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n - 1; /* the one opendir holds */
+}

@@ -1,0 +1,146 @@
+/* The pool: size classes, large segments, recycling, accounting, the cap. */
+#include "harness.h"
+
+#include "core/capsule.h"
+
+#include <string.h>
+
+static zf_pool_stats stats(zf_pool *p)
+{
+    zfi_quarantine_flush();
+    zf_pool_stats s;
+    zf_pool_stats_get(p, &s);
+    return s;
+}
+
+ZT_CASE(size_classes_from_64_bytes)
+{
+    zf_pool *p = NULL;
+    ZT_OK(zf_pool_create(NULL, &p));
+    size_t sizes[] = {0, 1, 64, 65, 1000, 4096, 65536, 1000000};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        zf_data *d = NULL;
+        ZT_OK(zf_pool_alloc(p, sizes[i], &d));
+        ZT_CHECK(zf_data_capacity(d) >= sizes[i]);
+        ZT_CHECK(zf_data_capacity(d) >= 64);
+        ZT_EQ(((uintptr_t)zf_data_ptr(d)) % 64, 0); /* cache-line aligned payload */
+        memset(zf_data_mut(&d), 1, sizes[i]);
+        zf_data_unref(d);
+    }
+    ZT_EQ(stats(p).bytes_in_use, 0);
+    ZT_EQ(stats(p).blocks_in_use, 0);
+    ZT_EQ(stats(p).allocs, 8);
+    ZT_EQ(stats(p).frees, 8);
+    zf_pool_destroy(p);
+}
+
+ZT_CASE(small_blocks_are_recycled)
+{
+    zf_pool *p = NULL;
+    ZT_OK(zf_pool_create(NULL, &p));
+    zf_data *d = NULL;
+    ZT_OK(zf_pool_alloc(p, 100, &d));
+    zf_data_unref(d);
+    uint64_t mapped = stats(p).bytes_mapped;
+    for (int i = 0; i < 100000; i++) {
+        ZT_OK(zf_pool_alloc(p, 100, &d));
+        zf_data_unref(d);
+    }
+    ZT_EQ(stats(p).bytes_mapped, mapped); /* no new memory: freed blocks reused */
+    zf_pool_destroy(p);
+}
+
+ZT_CASE(large_blocks_get_own_segment_and_are_recycled)
+{
+    zf_pool *p = NULL;
+    ZT_OK(zf_pool_create(NULL, &p));
+    zf_data *d = NULL;
+    size_t ten_mib = 10u << 20;
+    ZT_OK(zf_pool_alloc(p, ten_mib, &d));
+    ZT_EQ(zf_data_len(d), ten_mib);
+    memset(zf_data_mut(&d), 0x5a, ten_mib);
+    zf_pool_stats s = stats(p);
+    ZT_CHECK(s.bytes_in_use >= ten_mib);
+    ZT_CHECK(s.bytes_in_use < ten_mib + ten_mib / 4);
+    const void *first = zf_data_ptr(d);
+    zf_data_unref(d);
+    ZT_EQ(stats(p).bytes_in_use, 0);
+    uint64_t segs = stats(p).segments;
+    ZT_OK(zf_pool_alloc(p, ten_mib - 1000, &d)); /* similar size: the same segment */
+    ZT_CHECK(zf_data_ptr(d) == first);
+    ZT_EQ(stats(p).segments, segs);
+    zf_data_unref(d);
+    zf_pool_destroy(p);
+}
+
+ZT_CASE(high_water_and_counts)
+{
+    zf_pool *p = NULL;
+    ZT_OK(zf_pool_create(NULL, &p));
+    zf_data *d[10];
+    for (int i = 0; i < 10; i++)
+        ZT_OK(zf_pool_alloc(p, 960, &d[i])); /* + 64 B header = a 1 KiB block */
+    zf_pool_stats s = stats(p);
+    ZT_EQ(s.blocks_in_use, 10);
+    ZT_EQ(s.bytes_in_use, 10 * 1024);
+    for (int i = 0; i < 10; i++)
+        zf_data_unref(d[i]);
+    s = stats(p);
+    ZT_EQ(s.bytes_in_use, 0);
+    ZT_EQ(s.bytes_high_water, 10 * 1024);
+    zf_pool_destroy(p);
+}
+
+ZT_CASE(cap_yields_enomem_not_a_crash)
+{
+    zf_pool_config cfg = {.max_bytes = 1u << 20, .name = "capped"};
+    zf_pool *p = NULL;
+    ZT_OK(zf_pool_create(&cfg, &p));
+    zf_data *held[64] = {0};
+    int n = 0;
+    zf_err e = ZF_OK;
+    while (n < 64 && (e = zf_pool_alloc(p, 60000, &held[n])) == ZF_OK)
+        n++;
+    ZT_EQ(e, ZF_ENOMEM);
+    ZT_CONTAINS(zf_last_error(), "max_bytes");
+    ZT_CHECK(n >= 8 && n <= 16); /* 64 KiB blocks in 1 MiB */
+    ZT_CHECK(stats(p).bytes_in_use <= cfg.max_bytes);
+    ZT_CHECK(stats(p).alloc_failures >= 1);
+    zf_data *big = NULL;
+    ZT_EQ(zf_pool_alloc(p, 4u << 20, &big), ZF_ENOMEM);
+    ZT_CHECK(big == NULL);
+    zf_data_unref(held[0]);
+    zfi_quarantine_flush();
+    ZT_OK(zf_pool_alloc(p, 60000, &held[0])); /* room again after a release */
+    for (int i = 0; i < n; i++)
+        zf_data_unref(held[i]);
+    ZT_EQ(stats(p).bytes_in_use, 0);
+    zf_pool_destroy(p);
+}
+
+ZT_CASE(pool_outlives_destroy_while_capsules_live)
+{
+    zf_pool *p = NULL;
+    ZT_OK(zf_pool_create(NULL, &p));
+    zf_data *d = NULL;
+    ZT_OK(zf_pool_alloc(p, 5000, &d));
+    memset(zf_data_mut(&d), 3, 5000);
+    zf_pool_destroy(p); /* orphaned: unmapped with the last capsule */
+    ZT_EQ(((const char *)zf_data_ptr(d))[4999], 3);
+    zf_data_unref(d);
+    zfi_quarantine_flush();
+}
+
+ZT_CASE(many_pools)
+{
+    zf_pool *p[50];
+    for (int i = 0; i < 50; i++)
+        ZT_OK(zf_pool_create(NULL, &p[i]));
+    for (int i = 0; i < 50; i++)
+        zf_pool_destroy(p[i]);
+}
+
+ZT_MAIN(ZT_ENTRY(size_classes_from_64_bytes), ZT_ENTRY(small_blocks_are_recycled),
+        ZT_ENTRY(large_blocks_get_own_segment_and_are_recycled), ZT_ENTRY(high_water_and_counts),
+        ZT_ENTRY(cap_yields_enomem_not_a_crash),
+        ZT_ENTRY(pool_outlives_destroy_while_capsules_live), ZT_ENTRY(many_pools))
