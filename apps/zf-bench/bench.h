@@ -39,5 +39,7 @@ size_t bench_samples_for(const bench_opts *o, size_t size);
 
 int bench_hop(const bench_opts *o, bool copy, bench_result *out, size_t *n_out);
 int bench_pipeline(const bench_opts *o, bench_result *out, size_t *n_out);
+/* source -> `ops` operators -> sink ("chain" for 1, "pipeline" for 2). */
+int bench_pipeline_ops(const bench_opts *o, int ops, bench_result *out, size_t *n_out);
 
 #endif

@@ -90,6 +90,8 @@ int main(int argc, char **argv)
         rc |= bench_hop(&o, true, res, &n);
     if (all || !strcmp(which, "pipeline"))
         rc |= bench_pipeline(&o, res, &n);
+    if (all || !strcmp(which, "chain"))
+        rc |= bench_pipeline_ops(&o, 1, res, &n);
     if (!n && !rc) {
         fprintf(stderr, "zf-bench: unknown benchmark '%s'\n", which);
         return 2;

@@ -438,6 +438,10 @@ ZF_EXPORT int zf_node_output(const zf_node *n, const char *name);
 /** The node's (flattened) id, e.g. "detect" or "outer>inner". */
 ZF_EXPORT const char *zf_node_id(const zf_node *n);
 
+/** Where the node's code comes from: the library's path, or the Python
+ *  script's for a `python:` node. Owned by the runtime. */
+ZF_EXPORT const char *zf_node_source(const zf_node *n);
+
 /** The node's merged configuration (an empty map when none). Owned by the
  *  runtime, valid until fini returns. */
 ZF_EXPORT const zf_config *zf_node_config(const zf_node *n);
@@ -453,6 +457,21 @@ ZF_EXPORT void zf_node_log(const zf_node *n, zf_log_level level, const char *fmt
 /** Attach a message to the error the current callback is about to return
  *  (reported with the failure, e.g. init's). */
 ZF_EXPORT void zf_node_set_error(zf_node *n, const char *fmt, ...) ZF_PRINTF(2, 3);
+
+/* ---- language hosts ---- */
+
+/** A language host (e.g. the Python host, libzflow-python.so) exports
+ *  ZF_HOST_SYMBOL: given a script and the ports and kind the descriptor
+ *  gives, it declares a node whose callbacks run that script. The runtime
+ *  calls ZF_HOST_FREE_SYMBOL with the declaration when it unloads the node.
+ *  On error the host writes a message into err (errlen bytes). */
+#define ZF_HOST_SYMBOL      "zf_host_declare"
+#define ZF_HOST_FREE_SYMBOL "zf_host_free"
+typedef zf_err (*zf_host_declare_fn)(const char *script, zf_node_kind kind,
+                                     const zf_port_decl *inputs, size_t n_inputs,
+                                     const zf_port_decl *outputs, size_t n_outputs,
+                                     const zf_node_decl **out, char *err, size_t errlen);
+typedef void (*zf_host_free_fn)(const zf_node_decl *decl);
 
 /* ------------------------------------------------------------------ */
 /* Descriptors                                                         */

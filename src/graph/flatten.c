@@ -1,14 +1,12 @@
 /* Flattening: the flow and every composite operator it includes become one
- * list of nodes with "outer>inner" ids and one list of links between their
- * ports. Each level (the flow, a composite) resolves its own links; a link
- * to a composite's port follows the composite's `inputs` / `outputs` to the
- * inner node that really receives or sends.
+ * list of nodes with "outer>inner" ids. Each level (the flow, a composite)
+ * reads its node entries here, then resolves its links (links.c).
  *
  * Configuration priority (highest first), as Zenoh-Flow documents it: the
  * node's entry in the flow, the flow's `configuration`, the node's entry in a
  * composite, the composite's `configuration`, the node's own file. zflow's
  * runtime settings (hang_timeout, isolation, ...) follow the same order. */
-#include "graph/loader.h"
+#include "graph/level.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -50,49 +48,14 @@ static const char *const file_fields[] = {"description",
 static const char *const composite_fields[] = {"description", "vars",    "configuration",
                                                "inputs",      "outputs", "operators",
                                                "links",       "id",      SETTINGS_FIELDS};
-static const char *const link_fields[] = {"from", "to", "queue", "shared_memory"};
 
-/* A port of a composite operator, resolved to a flat node's port. */
-typedef struct bport {
-    char *id;
-    long node, port; /* -1: broken (an error was reported, or the node is broken) */
-} bport;
-
-/* A node of one level: a leaf (one flat node) or a composite (several). */
-typedef struct kid {
-    char *id;
-    const zf_config *at;
-    zf_node_kind kind;
-    long leaf; /* flat index, or -1 */
-    bool composite, broken;
-    bport *ins, *outs;
-    size_t n_ins, n_outs;
-    size_t first, count; /* its flat nodes */
-} kid;
-
-typedef struct level {
-    const zfi_doc *doc;
-    char *prefix;          /* "" or "outer>" */
-    const zf_config *over; /* configuration of enclosing levels (higher priority) */
-    const zf_config *top;  /* this level's `configuration` */
-    zfi_settings inherit;  /* settings of enclosing composites */
-    const char *what;      /* "flow" or "composite operator 'x'" */
-    kid *kids;
-    size_t n, cap;
-} level;
-
-typedef struct end {
-    enum { END_OK, END_BROKEN, END_BAD } st;
-    long node, port;
-} end;
-
-static void entry(zfi_loader *ld, level *lv, const zf_config *item, const char *field,
+static void entry(zfi_loader *ld, zfi_level *lv, const zf_config *item, const char *field,
                   zf_node_kind kind);
 
-static void level_free(level *lv)
+void zfi_level_free(zfi_level *lv)
 {
     for (size_t i = 0; i < lv->n; i++) {
-        kid *k = &lv->kids[i];
+        zfi_kid *k = &lv->kids[i];
         free(k->id);
         for (size_t j = 0; j < k->n_ins; j++)
             free(k->ins[j].id);
@@ -105,7 +68,7 @@ static void level_free(level *lv)
     free(lv->prefix);
 }
 
-static void oom(zfi_loader *ld)
+void zfi_oom(zfi_loader *ld)
 {
     if (!ld->oom)
         zfi_err(ld, ZF_ENOMEM, NULL, "", "out of memory while loading the descriptor");
@@ -116,7 +79,7 @@ static zf_config *merged(zfi_loader *ld, const zf_config *high, const zf_config 
 {
     zf_config *m = zfi_config_merge(high, low);
     if (!m && (high || low))
-        oom(ld);
+        zfi_oom(ld);
     return m;
 }
 
@@ -128,11 +91,8 @@ static zfi_mark key_mark(const zf_config *map, const char *key)
     return (zfi_mark){map ? map->line : 0, map ? map->col : 0};
 }
 
-static void key_err(zfi_loader *ld, const zf_config *map, const char *key, const char *prefix,
-                    const char *fmt, ...) ZF_PRINTF(5, 6);
-
-static void key_err(zfi_loader *ld, const zf_config *map, const char *key, const char *prefix,
-                    const char *fmt, ...)
+void zfi_key_err(zfi_loader *ld, const zf_config *map, const char *key, const char *prefix,
+                 const char *fmt, ...)
 {
     char f[ZFI_FIELD_MAX];
     zfi_mark m = key_mark(map, key);
@@ -143,7 +103,7 @@ static void key_err(zfi_loader *ld, const zf_config *map, const char *key, const
     va_end(ap);
 }
 
-static kid *find_kid(const level *lv, const char *id)
+zfi_kid *zfi_kid_find(const zfi_level *lv, const char *id)
 {
     for (size_t i = 0; i < lv->n; i++)
         if (!strcmp(lv->kids[i].id, id))
@@ -152,8 +112,8 @@ static kid *find_kid(const level *lv, const char *id)
 }
 
 /* ": did you mean 'x'?", " (its nodes: 'a', 'b')" or " (it has no nodes)". */
-static void hint(char *buf, size_t size, const char *word, const char *const *names, size_t n,
-                 const char *noun)
+void zfi_hint(char *buf, size_t size, const char *word, const char *const *names, size_t n,
+              const char *noun)
 {
     const char *near = zfi_nearest(word, names, n);
     char list[384];
@@ -208,7 +168,7 @@ static char *impl_path(zfi_loader *ld, const zf_config *c, const char *field, co
     return p;
 }
 
-static bool port_list_empty(const zf_config *l)
+bool zfi_port_list_empty(const zf_config *l)
 {
     return !l || l->kind == ZF_CFG_NULL || (l->kind == ZF_CFG_SEQ && l->n == 0);
 }
@@ -220,30 +180,30 @@ static void ports(zfi_loader *ld, zfi_node *n, const zf_config *m, const char *m
     const char *id = n->id, *kind = kinds[n->kind];
     char f[ZFI_FIELD_MAX];
     if (n->kind == ZF_SOURCE && in) {
-        key_err(ld, m, "inputs", mf, "'%s' is %s: a source has no inputs", id, kind);
+        zfi_key_err(ld, m, "inputs", mf, "'%s' is %s: a source has no inputs", id, kind);
         in = NULL;
     }
     if (n->kind == ZF_SINK && out) {
-        key_err(ld, m, "outputs", mf, "'%s' is %s: a sink has no outputs", id, kind);
+        zfi_key_err(ld, m, "outputs", mf, "'%s' is %s: a sink has no outputs", id, kind);
         out = NULL;
     }
-    if (n->kind != ZF_SOURCE && port_list_empty(in) && (!in || in->kind != ZF_CFG_NULL))
+    if (n->kind != ZF_SOURCE && zfi_port_list_empty(in) && (!in || in->kind != ZF_CFG_NULL))
         zfi_err(ld, ZF_EINVAL, in ? in : m, zfi_field(f, mf, "inputs"),
                 "'%s' is %s and declares no input: expected at least one under 'inputs'", id, kind);
-    if (n->kind != ZF_SINK && port_list_empty(out) && (!out || out->kind != ZF_CFG_NULL))
+    if (n->kind != ZF_SINK && zfi_port_list_empty(out) && (!out || out->kind != ZF_CFG_NULL))
         zfi_err(ld, ZF_EINVAL, out ? out : m, zfi_field(f, mf, "outputs"),
                 "'%s' is %s and declares no output: expected at least one under 'outputs'", id,
                 kind);
     if (!zfi_parse_ports(ld, in, zfi_field(f, mf, "inputs"), "input", &n->inputs, &n->n_inputs) ||
         !zfi_parse_ports(ld, out, zfi_field(f, mf, "outputs"), "output", &n->outputs,
                          &n->n_outputs))
-        oom(ld);
+        zfi_oom(ld);
 }
 
 /* A node implemented by a library or a Python file, declared inline (doc
  * NULL: `item` holds everything) or in its own file. */
-static void leaf(zfi_loader *ld, level *lv, size_t ki, const zf_config *item, const char *efield,
-                 const zfi_doc *doc, zf_node_kind kind, const zfi_settings *es,
+static void leaf(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *item,
+                 const char *efield, const zfi_doc *doc, zf_node_kind kind, const zfi_settings *es,
                  const zf_config *lvcfg)
 {
     const zf_config *m = doc ? doc->root : item;
@@ -288,8 +248,8 @@ static void leaf(zfi_loader *ld, level *lv, size_t ki, const zf_config *item, co
     const zf_config *lib = zfi_config_member(m, "library"), *uri = zfi_config_member(m, "uri");
     const zf_config *py = zfi_config_member(m, "python");
     if (lib && uri)
-        key_err(ld, m, "uri", mf, "'uri' is the old name of 'library' (node '%s'): give only one",
-                id);
+        zfi_key_err(ld, m, "uri", mf,
+                    "'uri' is the old name of 'library' (node '%s'): give only one", id);
     if (uri && !lib) {
         zfi_log(ZF_LOG_WARN, "descriptor", "%s:%u: 'uri' is deprecated, use 'library'",
                 m->file ? m->file : "", uri->line);
@@ -297,10 +257,10 @@ static void leaf(zfi_loader *ld, level *lv, size_t ki, const zf_config *item, co
     }
     const zf_config *at = lib ? lib : py ? py : item;
     if (lib && py)
-        key_err(ld, m, "python", mf,
-                "'%s' has both 'library' and 'python': a node is implemented by one shared "
-                "library or by one Python file",
-                id);
+        zfi_key_err(ld, m, "python", mf,
+                    "'%s' has both 'library' and 'python': a node is implemented by one shared "
+                    "library or by one Python file",
+                    id);
     else if (lib)
         n.library = impl_path(ld, lib, zfi_field(f, mf, lib == uri ? "uri" : "library"), dir);
     else if (py)
@@ -342,233 +302,20 @@ static void leaf(zfi_loader *ld, level *lv, size_t ki, const zf_config *item, co
 oom:
     node_clear(&n, &a);
     lv->kids[ki].broken = true;
-    oom(ld);
-}
-
-/* ---- links ---- */
-
-static end resolve(zfi_loader *ld, const level *lv, bool output, const char *node, const char *port,
-                   const zf_config *nodec, const zf_config *portc, const char *fnode,
-                   const char *fport)
-{
-    const char *pk = output ? "output" : "input";
-    char h[512];
-    const kid *k = find_kid(lv, node);
-    if (!k) {
-        const char **names = zfi_calloc(lv->n, sizeof *names);
-        for (size_t i = 0; names && i < lv->n; i++)
-            names[i] = lv->kids[i].id;
-        hint(h, sizeof h, node, names, names ? lv->n : 0, "nodes");
-        free(names);
-        zfi_err(ld, ZF_EINVAL, nodec, fnode, "no node '%s' in this %s%s", node, lv->what, h);
-        return (end){END_BAD, -1, -1};
-    }
-    if (k->broken)
-        return (end){END_BROKEN, -1, -1};
-    if (k->composite) {
-        const bport *bp = output ? k->outs : k->ins;
-        size_t nb = output ? k->n_outs : k->n_ins;
-        for (size_t i = 0; i < nb; i++)
-            if (!strcmp(bp[i].id, port))
-                return bp[i].node < 0 ? (end){END_BROKEN, -1, -1}
-                                      : (end){END_OK, bp[i].node, bp[i].port};
-        const char **names = zfi_calloc(nb, sizeof *names);
-        for (size_t i = 0; names && i < nb; i++)
-            names[i] = bp[i].id;
-        hint(h, sizeof h, port, names, names ? nb : 0, output ? "outputs" : "inputs");
-        free(names);
-        zfi_err(ld, ZF_EINVAL, portc, fport, "composite operator '%s' has no %s '%s'%s", node, pk,
-                port, h);
-        return (end){END_BAD, -1, -1};
-    }
-    if (k->leaf < 0)
-        return (end){END_BROKEN, -1, -1};
-    const zfi_node *n = &ld->nodes[k->leaf];
-    const zfi_port *ps = output ? n->outputs : n->inputs, *other = output ? n->inputs : n->outputs;
-    size_t np = output ? n->n_outputs : n->n_inputs, no = output ? n->n_inputs : n->n_outputs;
-    for (size_t i = 0; i < np; i++)
-        if (!strcmp(ps[i].name, port))
-            return (end){END_OK, k->leaf, (long)i};
-    if (!np) /* "declares no input/output" was reported already */
-        return (end){END_BROKEN, -1, -1};
-    for (size_t i = 0; i < no; i++) {
-        if (!strcmp(other[i].name, port)) {
-            zfi_err(ld, ZF_EINVAL, portc, fport, "'%s' is an %s of node '%s', not an %s", port,
-                    output ? "input" : "output", node, pk);
-            return (end){END_BAD, -1, -1};
-        }
-    }
-    const char **names = zfi_calloc(np, sizeof *names);
-    for (size_t i = 0; names && i < np; i++)
-        names[i] = ps[i].name;
-    hint(h, sizeof h, port, names, names ? np : 0, output ? "outputs" : "inputs");
-    free(names);
-    zfi_err(ld, ZF_EINVAL, portc, fport, "node '%s' has no %s '%s'%s", node, pk, port, h);
-    return (end){END_BAD, -1, -1};
-}
-
-/* `from` / `to` of a link, or a composite's inputs / outputs entry. */
-static end endpoint(zfi_loader *ld, const level *lv, const zf_config *m, const char *field,
-                    bool output, bool link_end)
-{
-    const char *port_key = output ? "output" : "input";
-    static const char *const from_fields[] = {"node", "output"};
-    static const char *const to_fields[] = {"node", "input"};
-    char fn[ZFI_FIELD_MAX], fp[ZFI_FIELD_MAX];
-    const zf_config *nodec = zfi_config_member(m, "node"), *portc = zfi_config_member(m, port_key);
-    if (link_end)
-        zfi_known(ld, m, field, output ? "a link's 'from'" : "a link's 'to'",
-                  output ? from_fields : to_fields, 2);
-    if (!nodec)
-        zfi_err(ld, ZF_EINVAL, m, field, "missing 'node': expected the id of the %s node",
-                output ? "sending" : "receiving");
-    if (!portc)
-        zfi_err(ld, ZF_EINVAL, m, field, "missing '%s': expected the id of the %s port", port_key,
-                output ? "output" : "input");
-    const char *node = zfi_want_text(ld, nodec, zfi_field(fn, field, "node"));
-    const char *port = zfi_want_text(ld, portc, zfi_field(fp, field, port_key));
-    if (!node || !port)
-        return (end){END_BAD, -1, -1};
-    return resolve(ld, lv, output, node, port, nodec, portc, fn, fp);
-}
-
-static void add_link(zfi_loader *ld, const zf_config *item, const char *field, end from, end to,
-                     const zf_link_config *q)
-{
-    if (from.st == END_OK)
-        ld->aux[from.node].out_n[from.port]++;
-    if (to.st != END_OK)
-        return;
-    zfi_aux *ta = &ld->aux[to.node];
-    const zfi_node *tn = &ld->nodes[to.node];
-    if (ta->in_n[to.port]++) {
-        const zf_config *first = ta->in_first[to.port];
-        zfi_err(ld, ZF_EINVAL, item, field,
-                "input '%s' of node '%s' already has a link (%s:%u): an input receives from "
-                "exactly one output",
-                tn->inputs[to.port].name, tn->id, first && first->file ? first->file : "",
-                first ? first->line : 0);
-        return;
-    }
-    ta->in_first[to.port] = item;
-    if (from.st != END_OK)
-        return;
-    const zfi_node *fnode = &ld->nodes[from.node];
-    const char *tf = fnode->outputs[from.port].type, *tt = tn->inputs[to.port].type;
-    if (strcmp(tf, "any") && strcmp(tt, "any") && strcmp(tf, tt)) {
-        zfi_err(ld, ZF_ETYPE, item, field,
-                "type mismatch: output '%s.%s' sends '%s' but input '%s.%s' expects '%s'; both "
-                "ends of a link must have the same type (or 'any')",
-                fnode->id, fnode->outputs[from.port].name, tf, tn->id, tn->inputs[to.port].name,
-                tt);
-        return;
-    }
-    if (!zfi_grow((void **)&ld->links, &ld->cap_links, ld->n_links + 1, sizeof *ld->links)) {
-        oom(ld);
-        return;
-    }
-    ld->links[ld->n_links++] = (zfi_link){.from = (size_t)from.node,
-                                          .from_port = (size_t)from.port,
-                                          .to = (size_t)to.node,
-                                          .to_port = (size_t)to.port,
-                                          .queue = *q,
-                                          .file = item->file,
-                                          .line = item->line,
-                                          .col = item->col};
-}
-
-static void links(zfi_loader *ld, level *lv, const zf_config *list)
-{
-    if (!zfi_want_seq(ld, list, "links", false))
-        return;
-    for (size_t i = 0; i < list->n; i++) {
-        const zf_config *item = list->items[i];
-        char f[ZFI_FIELD_MAX], g[ZFI_FIELD_MAX];
-        zfi_field_at(f, "links", i);
-        if (!zfi_want_map(ld, item, f, true))
-            continue;
-        zfi_known(ld, item, f, "a link", link_fields, ZFI_ARRAY_LEN(link_fields));
-        const zf_config *from = zfi_config_member(item, "from"),
-                        *to = zfi_config_member(item, "to");
-        end e1 = {END_BAD, -1, -1}, e2 = {END_BAD, -1, -1};
-        if (!from)
-            zfi_err(ld, ZF_EINVAL, item, f, "missing 'from': expected {node, output}");
-        else if (zfi_want_map(ld, from, zfi_field(g, f, "from"), true))
-            e1 = endpoint(ld, lv, from, g, true, true);
-        if (!to)
-            zfi_err(ld, ZF_EINVAL, item, f, "missing 'to': expected {node, input}");
-        else if (zfi_want_map(ld, to, zfi_field(g, f, "to"), true))
-            e2 = endpoint(ld, lv, to, g, false, true);
-        zf_link_config q = {.capacity = ZFI_DEFAULT_CAPACITY, .policy = ZF_POLICY_BLOCK};
-        const zf_config *qc = zfi_config_member(item, "queue");
-        if (qc)
-            zfi_parse_queue(ld, qc, zfi_field(g, f, "queue"), &q);
-        add_link(ld, item, f, e1, e2, &q);
-    }
+    zfi_oom(ld);
 }
 
 /* ---- composites ---- */
 
-static void boundary(zfi_loader *ld, level *in, const zf_config *m, bool output, kid *k)
-{
-    static const char *const in_fields[] = {"id", "node", "input"};
-    static const char *const out_fields[] = {"id", "node", "output"};
-    const char *key = output ? "outputs" : "inputs";
-    const zf_config *list = zfi_config_member(m, key);
-    char f[ZFI_FIELD_MAX], g[ZFI_FIELD_MAX];
-    if (port_list_empty(list) && (!list || list->kind != ZF_CFG_NULL)) {
-        zfi_err(ld, ZF_EINVAL, list ? list : m, key,
-                "a composite operator needs at least one %s: expected {id, node, %s} entries",
-                output ? "output" : "input", output ? "output" : "input");
-        return;
-    }
-    if (!zfi_want_seq(ld, list, key, true))
-        return;
-    bport **bp = output ? &k->outs : &k->ins;
-    size_t *nb = output ? &k->n_outs : &k->n_ins, cap = 0;
-    for (size_t i = 0; i < list->n; i++) {
-        const zf_config *item = list->items[i];
-        const char *id;
-        zfi_field_at(f, key, i);
-        if (!zfi_want_map(ld, item, f, true))
-            continue;
-        zfi_known(ld, item, f, output ? "a composite output" : "a composite input",
-                  output ? out_fields : in_fields, 3);
-        const zf_config *idc = zfi_config_member(item, "id");
-        if (!idc) {
-            zfi_err(ld, ZF_EINVAL, item, f, "missing 'id': expected the port's name");
-            continue;
-        }
-        if (!zfi_want_id(ld, idc, zfi_field(g, f, "id"), output ? "output" : "input", &id))
-            continue;
-        bool dup = false;
-        for (size_t j = 0; j < *nb && !dup; j++)
-            dup = !strcmp((*bp)[j].id, id);
-        if (dup) {
-            zfi_err(ld, ZF_EINVAL, idc, g, "duplicate %s id '%s' of the composite operator",
-                    output ? "output" : "input", id);
-            continue;
-        }
-        end e = endpoint(ld, in, item, f, output, false);
-        if (!zfi_grow((void **)bp, &cap, *nb + 1, sizeof **bp) ||
-            !((*bp)[*nb].id = zfi_strdup(id))) {
-            oom(ld);
-            return;
-        }
-        (*bp)[*nb].node = e.st == END_OK ? e.node : -1;
-        (*bp)[(*nb)++].port = e.st == END_OK ? e.port : -1;
-    }
-}
-
-static void composite(zfi_loader *ld, level *lv, size_t ki, const zfi_doc *doc,
+static void composite(zfi_loader *ld, zfi_level *lv, size_t ki, const zfi_doc *doc,
                       const zfi_settings *es, const zf_config *lvcfg)
 {
     const zf_config *m = doc->root;
-    kid *k = &lv->kids[ki];
+    zfi_kid *k = &lv->kids[ki];
     zfi_known(ld, m, "", "a composite operator", composite_fields, ZFI_ARRAY_LEN(composite_fields));
     zfi_settings fs;
     zfi_parse_settings(ld, m, "", k->id, ZF_OPERATOR, true, &fs);
-    level in = {.doc = doc, .over = lvcfg, .inherit = lv->inherit};
+    zfi_level in = {.doc = doc, .over = lvcfg, .inherit = lv->inherit};
     zfi_settings_under(&in.inherit, es);
     zfi_settings_under(&in.inherit, &fs);
     const zf_config *top = zfi_config_member(m, "configuration");
@@ -577,9 +324,9 @@ static void composite(zfi_loader *ld, level *lv, size_t ki, const zfi_doc *doc,
     char *what = zfi_asprintf("composite operator '%s'", k->id);
     if (!in.prefix || !what) {
         free(what);
-        level_free(&in);
+        zfi_level_free(&in);
         k->broken = true;
-        oom(ld);
+        zfi_oom(ld);
         return;
     }
     in.what = what;
@@ -594,21 +341,21 @@ static void composite(zfi_loader *ld, level *lv, size_t ki, const zfi_doc *doc,
             entry(ld, &in, ops->items[i], zfi_field_at(f, "operators", i), ZF_OPERATOR);
         }
     }
-    links(ld, &in, zfi_config_member(m, "links"));
+    zfi_links(ld, &in, zfi_config_member(m, "links"));
     k = &lv->kids[ki];
     k->composite = true;
-    boundary(ld, &in, m, false, k);
-    boundary(ld, &in, m, true, k);
+    zfi_boundary(ld, &in, m, false, k);
+    zfi_boundary(ld, &in, m, true, k);
     k->first = first;
     k->count = ld->n_nodes - first;
-    level_free(&in);
+    zfi_level_free(&in);
     free(what);
 }
 
 /* A node given by `descriptor`: a node file or a composite operator. */
-static void include(zfi_loader *ld, level *lv, size_t ki, const zf_config *item, const char *efield,
-                    const zf_config *desc, zf_node_kind kind, const zfi_settings *es,
-                    const zf_config *lvcfg)
+static void include(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *item,
+                    const char *efield, const zf_config *desc, zf_node_kind kind,
+                    const zfi_settings *es, const zf_config *lvcfg)
 {
     char f[ZFI_FIELD_MAX];
     zfi_field(f, efield, "descriptor");
@@ -664,7 +411,7 @@ static void include(zfi_loader *ld, level *lv, size_t ki, const zf_config *item,
     if (file && dir)
         zfi_doc_load(ld, file, dir, text, len, &ld->flow_vars, NULL, &doc);
     else
-        oom(ld);
+        zfi_oom(ld);
     free(dir);
     if (!doc || !zfi_loader_keep(ld, doc))
         goto out;
@@ -685,8 +432,15 @@ static void include(zfi_loader *ld, level *lv, size_t ki, const zf_config *item,
             lv->kids[ki].broken = true;
             goto out;
         }
+        if (ld->depth > ZFI_MAX_NESTING) {
+            zfi_err(ld, ZF_EINVAL, desc, f,
+                    "composite operators nest deeper than %d levels here: refusing '%s'",
+                    ZFI_MAX_NESTING, path);
+            lv->kids[ki].broken = true;
+            goto out;
+        }
         if (!zfi_grow((void **)&ld->stack, &ld->cap_stack, ld->depth + 1, sizeof *ld->stack)) {
-            oom(ld);
+            zfi_oom(ld);
             lv->kids[ki].broken = true;
             goto out;
         }
@@ -704,7 +458,7 @@ out:
 }
 
 /* One entry under `sources`, `operators` or `sinks` of a level. */
-static void entry(zfi_loader *ld, level *lv, const zf_config *item, const char *field,
+static void entry(zfi_loader *ld, zfi_level *lv, const zf_config *item, const char *field,
                   zf_node_kind kind)
 {
     char f[ZFI_FIELD_MAX];
@@ -719,7 +473,7 @@ static void entry(zfi_loader *ld, level *lv, const zf_config *item, const char *
     }
     if (!zfi_want_id(ld, idc, zfi_field(f, field, "id"), "node id", &id))
         return;
-    const kid *dup = find_kid(lv, id);
+    const zfi_kid *dup = zfi_kid_find(lv, id);
     if (dup) {
         zfi_err(ld, ZF_EINVAL, idc, f,
                 "duplicate node id '%s' (first declared at line %u): node ids are unique", id,
@@ -727,17 +481,17 @@ static void entry(zfi_loader *ld, level *lv, const zf_config *item, const char *
         return;
     }
     if (!zfi_grow((void **)&lv->kids, &lv->cap, lv->n + 1, sizeof *lv->kids)) {
-        oom(ld);
+        zfi_oom(ld);
         return;
     }
     size_t ki = lv->n;
-    kid *k = &lv->kids[ki];
+    zfi_kid *k = &lv->kids[ki];
     memset(k, 0, sizeof *k);
     k->at = item;
     k->kind = kind;
     k->leaf = -1;
     if (!(k->id = zfi_strdup(id))) {
-        oom(ld);
+        zfi_oom(ld);
         return;
     }
     lv->n++;
@@ -758,10 +512,10 @@ static void entry(zfi_loader *ld, level *lv, const zf_config *item, const char *
         static const char *const excl[] = {"library", "uri", "python", "inputs", "outputs"};
         for (size_t i = 0; i < ZFI_ARRAY_LEN(excl); i++)
             if (zfi_config_member(item, excl[i]))
-                key_err(ld, item, excl[i], field,
-                        "'%s' cannot be combined with 'descriptor' in node '%s': the node file "
-                        "declares it",
-                        excl[i], id);
+                zfi_key_err(ld, item, excl[i], field,
+                            "'%s' cannot be combined with 'descriptor' in node '%s': the node file "
+                            "declares it",
+                            excl[i], id);
         include(ld, lv, ki, item, field, desc, kind, &es, lvcfg);
     } else {
         leaf(ld, lv, ki, item, field, NULL, kind, &es, lvcfg);
@@ -769,80 +523,9 @@ static void entry(zfi_loader *ld, level *lv, const zf_config *item, const char *
     zfi_config_free(lvcfg);
 }
 
-/* ---- mapping ---- */
-
-static void map_node(zfi_loader *ld, size_t i, const char *worker, const zf_config *at,
-                     const char *field)
-{
-    zfi_node *n = &ld->nodes[i];
-    if (n->worker) {
-        zfi_err(ld, ZF_EINVAL, at, field, "node '%s' is already mapped to worker '%s'%s", n->id,
-                n->worker, strcmp(n->worker, worker) ? ": a node runs on one worker" : "");
-        return;
-    }
-    if (!(n->worker = zfi_strdup(worker)))
-        oom(ld);
-}
-
-static void mapping(zfi_loader *ld, const level *lv, const zf_config *m)
-{
-    if (!zfi_want_map(ld, m, "mapping", false))
-        return;
-    for (size_t w = 0; w < m->n; w++) {
-        const char *worker = m->keys[w];
-        const zf_config *list = m->items[w];
-        char f[ZFI_FIELD_MAX], g[ZFI_FIELD_MAX];
-        zfi_field(f, "mapping", worker);
-        if (!*worker) {
-            zfi_mark km = m->key_marks ? m->key_marks[w] : (zfi_mark){m->line, m->col};
-            zfi_diag_add(ld->diag, ZF_EINVAL, m->file, km.line, km.col, f,
-                         "empty worker name: expected the name of a worker (zfd --name)");
-            continue;
-        }
-        if (!zfi_want_seq(ld, list, f, true))
-            continue;
-        for (size_t j = 0; j < list->n; j++) {
-            const zf_config *c = list->items[j];
-            const char *id = zfi_want_text(ld, c, zfi_field_at(g, f, j));
-            if (!id)
-                continue;
-            const kid *k = find_kid(lv, id);
-            if (k && k->broken)
-                continue;
-            if (k && k->leaf >= 0) {
-                map_node(ld, (size_t)k->leaf, worker, c, g);
-                continue;
-            }
-            if (k && k->composite) {
-                for (size_t i = k->first; i < k->first + k->count; i++)
-                    map_node(ld, i, worker, c, g);
-                continue;
-            }
-            size_t found = 0, len = strlen(id);
-            for (size_t i = 0; i < ld->n_nodes; i++) {
-                const char *nid = ld->nodes[i].id;
-                if (!strcmp(nid, id) || (!strncmp(nid, id, len) && nid[len] == '>')) {
-                    map_node(ld, i, worker, c, g);
-                    found++;
-                }
-            }
-            if (found)
-                continue;
-            char h[512];
-            const char **names = zfi_calloc(lv->n, sizeof *names);
-            for (size_t i = 0; names && i < lv->n; i++)
-                names[i] = lv->kids[i].id;
-            hint(h, sizeof h, id, names, names ? lv->n : 0, "nodes");
-            free(names);
-            zfi_err(ld, ZF_EINVAL, c, g,
-                    "cannot map '%s' to worker '%s': no such node in the flow%s", id, worker, h);
-        }
-    }
-}
-
 /* ---- the flow ---- */
 
-static void section(zfi_loader *ld, level *lv, const zf_config *root, const char *key,
+static void section(zfi_loader *ld, zfi_level *lv, const zf_config *root, const char *key,
                     zf_node_kind kind)
 {
     const zf_config *list = zfi_config_member(root, key);
@@ -863,7 +546,7 @@ static void top_fields(zfi_loader *ld, const zf_config *root)
     else if ((name = zfi_want_text(ld, c, "name")) && !*name)
         zfi_err(ld, ZF_EINVAL, c, "name", "the flow's name is empty");
     if (name && *name && !(ld->name = zfi_strdup(name)))
-        oom(ld);
+        zfi_oom(ld);
     if ((c = zfi_config_member(root, "uuid")))
         zfi_want_text(ld, c, "uuid"); /* accepted, not used: instances get their own */
     if ((c = zfi_config_member(root, "max_memory")))
@@ -872,7 +555,7 @@ static void top_fields(zfi_loader *ld, const zf_config *root)
         zfi_want_duration(ld, c, "drain_timeout", &ld->drain_ns);
 }
 
-static void need(zfi_loader *ld, const level *lv, const zf_config *root, zf_node_kind kind,
+static void need(zfi_loader *ld, const zfi_level *lv, const zf_config *root, zf_node_kind kind,
                  const char *key)
 {
     const zf_config *list = zfi_config_member(root, key);
@@ -897,11 +580,11 @@ void zfi_flatten(zfi_loader *ld, const zfi_doc *doc)
     }
     zfi_known(ld, root, "", "a flow", flow_fields, ZFI_ARRAY_LEN(flow_fields));
     top_fields(ld, root);
-    level lv = {.doc = doc, .inherit = ZFI_SETTINGS_INIT, .what = "flow"};
+    zfi_level lv = {.doc = doc, .inherit = ZFI_SETTINGS_INIT, .what = "flow"};
     const zf_config *top = zfi_config_member(root, "configuration");
     lv.top = zfi_want_map(ld, top, "configuration", false) ? top : NULL;
     if (!(lv.prefix = zfi_strdup(""))) {
-        oom(ld);
+        zfi_oom(ld);
         return;
     }
     section(ld, &lv, root, "sources", ZF_SOURCE);
@@ -909,7 +592,7 @@ void zfi_flatten(zfi_loader *ld, const zfi_doc *doc)
     section(ld, &lv, root, "sinks", ZF_SINK);
     need(ld, &lv, root, ZF_SOURCE, "sources");
     need(ld, &lv, root, ZF_SINK, "sinks");
-    links(ld, &lv, zfi_config_member(root, "links"));
-    mapping(ld, &lv, zfi_config_member(root, "mapping"));
-    level_free(&lv);
+    zfi_links(ld, &lv, zfi_config_member(root, "links"));
+    zfi_mapping(ld, &lv, zfi_config_member(root, "mapping"));
+    zfi_level_free(&lv);
 }

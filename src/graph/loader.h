@@ -1,13 +1,18 @@
 /* Internals of the descriptor loader (src/graph/), shared by its modules.
  *
+ *   strings.c, diag.c  interned file names; the zf_diag list
+ *   config.c    zf_config: YAML 1.2 scalars, clone, merge, JSON, accessors
  *   vars.c      mustache rendering with a rendered-offset -> source-position map
  *   tree.c      YAML (libyaml events) -> zf_config tree, positions, probes
- *   doc.c       one descriptor file: read, vars, render, parse
+ *   doc.c       one descriptor file: read its vars, render, parse
  *   fields.c    typed field access that reports to the diagnostics
- *   path.c      file:// URLs and relative paths
- *   descriptor.c  node, port, queue and settings fields
- *   flatten.c   levels (flow, composites), includes, links, mapping
- *   validate.c  whole-graph checks
+ *   path.c      file:// URLs and relative paths; reading files
+ *   descriptor.c  ports, queues, runtime settings, refused Zenoh built-ins
+ *   flatten.c   levels (flow, composites), node entries, includes
+ *   links.c     link ends through composites, one link per input, types
+ *   mapping.c   worker -> node ids
+ *   validate.c  unconnected ports
+ *   flow.c      zf_flow_load*, zf_flow lifetime;  json.c, dot.c  output
  */
 #ifndef ZFI_GRAPH_LOADER_H
 #define ZFI_GRAPH_LOADER_H
@@ -27,6 +32,7 @@
 #define ZFI_MAX_INCLUDES     10000       /* node files read for one flow */
 #define ZFI_MAX_TOTAL_BYTES  (64u << 20) /* text of all the files of one flow */
 #define ZFI_MAX_TOTAL_NODES  2000000     /* YAML nodes of all the files of one flow */
+#define ZFI_MAX_NESTING      64          /* composites inside composites */
 #define ZFI_MAX_PORTS        4096        /* ports of one node */
 #define ZFI_MAX_CAPACITY     1000000     /* queue capacity */
 #define ZFI_DEFAULT_CAPACITY 16

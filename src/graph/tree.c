@@ -16,7 +16,7 @@ typedef struct frame {
     unsigned key_line, key_col;
     size_t path_len; /* length of this collection's path */
     char *anchor;
-    uint32_t *hash;  /* big maps: key index + 1 by hash, for duplicate checks */
+    uint32_t *hash; /* big maps: key index + 1 by hash, for duplicate checks */
     size_t hcap;
 } frame;
 

@@ -3,6 +3,7 @@
 #include "runtime/runtime.h"
 
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -75,13 +76,105 @@ static zf_err map_ports(const zfi_node *nd, const char *what, const zfi_port *dp
     return ZF_OK;
 }
 
+/* The Python host library: $ZF_PYTHON_HOST, else libzflow-python.so next to
+ * this libzflow, else where the build put it. */
+static void *open_python_host(char *why, size_t whylen)
+{
+    const char *env = getenv("ZF_PYTHON_HOST");
+    char path[4096];
+    const char *tried[3];
+    size_t n = 0;
+    if (env && *env)
+        tried[n++] = env;
+    Dl_info info;
+    if (dladdr((void *)(uintptr_t)open_python_host, &info) && info.dli_fname) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        if (slash) {
+            snprintf(path, sizeof path, "%.*s/libzflow-python.so", (int)(slash - info.dli_fname),
+                     info.dli_fname);
+            tried[n++] = path;
+        }
+    }
+#ifdef ZF_PYTHON_HOST_PATH
+    tried[n++] = ZF_PYTHON_HOST_PATH;
+#endif
+    why[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        /* RTLD_GLOBAL: extension modules (numpy...) need libpython's symbols. */
+        void *dl = dlopen(tried[i], RTLD_NOW | RTLD_GLOBAL);
+        if (dl)
+            return dl;
+        snprintf(why + strlen(why), whylen - strlen(why), "%s%s", why[0] ? "; " : "", dlerror());
+    }
+    if (!n)
+        snprintf(why, whylen, "no Python host library found");
+    return NULL;
+}
+
+static zf_err load_python(const zfi_node *nd, const char *f, zfi_loaded *out, zf_diag *diag)
+{
+    if (access(nd->python, R_OK) != 0)
+        return zfi_diag_add(diag, ZF_ENOTFOUND, f, nd->line, nd->col, "python",
+                            "node '%s': Python file %s does not exist or is not readable", nd->id,
+                            nd->python);
+    char why[1024];
+    void *dl = open_python_host(why, sizeof why);
+    if (!dl)
+        return zfi_diag_add(diag, ZF_ENOTFOUND, f, nd->line, nd->col, "python",
+                            "node '%s': Python nodes need the Python host "
+                            "(libzflow-python.so, built when python3-dev is installed): %s",
+                            nd->id, why);
+    zf_host_declare_fn declare = (zf_host_declare_fn)(uintptr_t)dlsym(dl, ZF_HOST_SYMBOL);
+    zf_host_free_fn host_free = (zf_host_free_fn)(uintptr_t)dlsym(dl, ZF_HOST_FREE_SYMBOL);
+    zf_err err = ZF_OK;
+    zf_port_decl *in = zfi_calloc(nd->n_inputs, sizeof *in);
+    zf_port_decl *outp = zfi_calloc(nd->n_outputs, sizeof *outp);
+    out->in_map = zfi_calloc(nd->n_inputs, sizeof *out->in_map);
+    out->out_map = zfi_calloc(nd->n_outputs, sizeof *out->out_map);
+    if (!declare || !host_free || !in || !outp || !out->in_map || !out->out_map) {
+        err = zfi_diag_add(diag, ZF_EABI, f, nd->line, nd->col, "python",
+                           "node '%s': the Python host library is incomplete or memory ran out",
+                           nd->id);
+        goto done;
+    }
+    for (size_t i = 0; i < nd->n_inputs; i++) {
+        in[i] = (zf_port_decl){nd->inputs[i].name, nd->inputs[i].type};
+        out->in_map[i] = i;
+    }
+    for (size_t i = 0; i < nd->n_outputs; i++) {
+        outp[i] = (zf_port_decl){nd->outputs[i].name, nd->outputs[i].type};
+        out->out_map[i] = i;
+    }
+    char msg[512] = "";
+    const zf_node_decl *decl = NULL;
+    zf_err e = declare(nd->python, nd->kind, in, nd->n_inputs, outp, nd->n_outputs, &decl, msg,
+                       sizeof msg);
+    if (e != ZF_OK || !decl) {
+        err = zfi_diag_add(diag, e != ZF_OK ? e : ZF_EABI, f, nd->line, nd->col, "python",
+                           "node '%s': %s", nd->id, msg[0] ? msg : "the Python host refused it");
+        goto done;
+    }
+    out->dl = dl;
+    out->decl = decl;
+    out->host_free = host_free;
+done:
+    free(in);
+    free(outp);
+    if (err != ZF_OK) {
+        free(out->in_map);
+        free(out->out_map);
+        out->in_map = out->out_map = NULL;
+        dlclose(dl);
+    }
+    return err;
+}
+
 zf_err zfi_load_node(const zfi_node *nd, const char *file, zfi_loaded *out, zf_diag *diag)
 {
     memset(out, 0, sizeof *out);
     const char *f = nd->file ? nd->file : file;
     if (nd->python)
-        return zfi_diag_add(diag, ZF_EINVAL, f, nd->line, nd->col, "python",
-                            "node '%s': Python nodes are not available in this build", nd->id);
+        return load_python(nd, f, out, diag);
     if (!nd->library)
         return zfi_diag_add(diag, ZF_EINVAL, f, nd->line, nd->col, "library",
                             "node '%s' has no library", nd->id);
@@ -155,6 +248,8 @@ fail:
 
 void zfi_unload_node(zfi_loaded *l, bool keep_mapped)
 {
+    if (l->host_free && l->decl)
+        l->host_free(l->decl);
     free(l->in_map);
     free(l->out_map);
     if (l->dl && !keep_mapped)

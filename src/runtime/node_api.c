@@ -125,6 +125,11 @@ const char *zf_node_id(const zf_node *n)
     return n ? n->desc->id : NULL;
 }
 
+const char *zf_node_source(const zf_node *n)
+{
+    return n ? (n->desc->python ? n->desc->python : n->desc->library) : NULL;
+}
+
 const zf_config *zf_node_config(const zf_node *n)
 {
     return n ? n->desc->config : NULL;

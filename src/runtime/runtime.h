@@ -30,10 +30,11 @@ typedef struct zfi_out {
 } zfi_out;
 
 typedef struct zfi_loaded {
-    void *dl;                 /* dlopen handle (NULL for built-ins) */
-    const zf_node_decl *decl; /* the library's declaration */
-    size_t *in_map;           /* descriptor input i -> library input index */
-    size_t *out_map;          /* descriptor output i -> library output index */
+    void *dl;                  /* dlopen handle (NULL for built-ins) */
+    zf_host_free_fn host_free; /* a language host's declaration: free it */
+    const zf_node_decl *decl;  /* the library's declaration */
+    size_t *in_map;            /* descriptor input i -> library input index */
+    size_t *out_map;           /* descriptor output i -> library output index */
 } zfi_loaded;
 
 struct zf_node {
@@ -118,6 +119,8 @@ struct zf_instance {
 
 typedef struct zfi_worker zfi_worker;
 
+#define ZFI_MAX_WORKERS 256
+
 struct zf_runtime {
     char *worker_name;
     unsigned target_workers;
@@ -128,7 +131,12 @@ struct zf_runtime {
     size_t q_head, q_len, q_cap;
     _Atomic uint32_t q_seq; /* futex word */
     atomic_uint q_sleepers;
-    atomic_size_t q_count; /* published length */
+    atomic_size_t q_count;    /* published length */
+    atomic_uint idle_workers; /* workers looking for work (spinning or asleep) */
+    /* Each worker's "run next" slot (sched.c), stealable by idle workers. */
+    _Atomic(zf_node *) slots[ZFI_MAX_WORKERS];
+    bool slot_used[ZFI_MAX_WORKERS]; /* under mu */
+    atomic_uint n_slots;             /* highest slot in use + 1 */
 
     /* workers */
     pthread_mutex_t mu;

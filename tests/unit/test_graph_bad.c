@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static char root[4096];
 
@@ -202,5 +203,77 @@ ZT_CASE(bad_option_vars)
     zf_diag_free(d);
 }
 
+/* A chain of `levels` composites in dir; returns the flow's path. */
+static void chain(const char *dir, int levels, char *flow, size_t size)
+{
+    char path[512];
+    for (int i = 0; i <= levels; i++) {
+        snprintf(path, sizeof path, "%s/c%d.yaml", dir, i);
+        FILE *f = fopen(path, "w");
+        if (!f)
+            return;
+        if (i < levels)
+            fprintf(f,
+                    "inputs: [{id: in, node: x, input: in}]\n"
+                    "outputs: [{id: out, node: x, output: out}]\n"
+                    "operators: [{id: x, descriptor: c%d.yaml}]\n"
+                    "links: []\n",
+                    i + 1);
+        else
+            fprintf(f, "library: leaf.so\ninputs: [in]\noutputs: [out]\n");
+        fclose(f);
+    }
+    snprintf(flow, size, "%s/flow.yaml", dir);
+    FILE *f = fopen(flow, "w");
+    if (!f)
+        return;
+    fprintf(f, "name: chain\n"
+               "sources: [{id: s, library: s.so, outputs: [o]}]\n"
+               "operators: [{id: c, descriptor: c0.yaml}]\n"
+               "sinks: [{id: d, library: d.so, inputs: [i]}]\n"
+               "links:\n"
+               "  - {from: {node: s, output: o}, to: {node: c, input: in}}\n"
+               "  - {from: {node: c, output: out}, to: {node: d, input: i}}\n");
+    fclose(f);
+}
+
+static void unchain(const char *dir, int levels)
+{
+    char path[512];
+    for (int i = 0; i <= levels; i++) {
+        snprintf(path, sizeof path, "%s/c%d.yaml", dir, i);
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/flow.yaml", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
+ZT_CASE(composites_nest_deep_but_not_too_deep)
+{
+    char dir[] = "/tmp/zf_graph_chain_XXXXXX", flow[600];
+    ZT_CHECK(mkdtemp(dir) != NULL);
+    chain(dir, 30, flow, sizeof flow);
+    zf_flow *f = NULL;
+    zf_diag *d = zf_diag_new();
+    ZT_OK(zf_flow_load(flow, NULL, d, &f));
+    ZT_EQ(f->n_nodes, 3);
+    ZT_CHECK(strncmp(f->nodes[1].id, "c>x>x>x>", 8) == 0);
+    zf_flow_free(f);
+    unchain(dir, 30);
+
+    ZT_CHECK(mkdtemp(strcpy(dir, "/tmp/zf_graph_chain_XXXXXX")) != NULL);
+    chain(dir, 80, flow, sizeof flow);
+    ZT_EQ(zf_flow_load(flow, NULL, d, &f), ZF_EINVAL);
+    ZT_CHECK(f == NULL);
+    bool found = false;
+    for (size_t i = 0; i < zf_diag_count(d); i++)
+        found = found || strstr(zf_diag_get(d, i)->message, "nest deeper than 64 levels");
+    ZT_CHECK(found);
+    zf_diag_free(d);
+    unchain(dir, 80);
+}
+
 ZT_MAIN(ZT_ENTRY(manifest), ZT_ENTRY(every_problem_is_reported), ZT_ENTRY(errors_without_a_diag),
-        ZT_ENTRY(missing_file), ZT_ENTRY(bad_option_vars))
+        ZT_ENTRY(missing_file), ZT_ENTRY(bad_option_vars),
+        ZT_ENTRY(composites_nest_deep_but_not_too_deep))

@@ -3,7 +3,7 @@
 #include "harness.h"
 
 #include "core/common.h"
-#include "graph/flow.h"
+#include "graph/loader.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -507,8 +507,102 @@ ZT_CASE(fan_out_and_any_types)
     zf_flow_free(f);
 }
 
+ZT_CASE(json_descriptor)
+{
+    /* Zenoh-Flow also reads .json descriptors: JSON is YAML */
+    const char *text =
+        "{\"name\":\"json-flow\",\"sources\":[{\"id\":\"s\",\"library\":\"s.so\","
+        "\"outputs\":[\"o\"]}],\"sinks\":[{\"id\":\"d\",\"library\":\"d.so\","
+        "\"inputs\":[\"i\"]}],\"links\":[{\"from\":{\"node\":\"s\",\"output\":\"o\"},"
+        "\"to\":{\"node\":\"d\",\"input\":\"i\"}}]}";
+    zf_flow *f = NULL;
+    ZT_OK(zf_flow_load_string(text, strlen(text), "flow.json", "/srv", NULL, NULL, &f));
+    ZT_STREQ(zf_flow_name(f), "json-flow");
+    ZT_STREQ(f->nodes[1].library, "/srv/d.so");
+    zf_flow_free(f);
+}
+
+ZT_CASE(paths)
+{
+    static const struct {
+        const char *ref, *want;
+    } cases[] = {
+        {"x.so", "/a/b/x.so"},
+        {"../x.so", "/a/x.so"},
+        {"./lib//x.so", "/a/b/lib/x.so"},
+        {"file:///abs//y/./z.so", "/abs/y/z.so"},
+        {"file://rel/z.so", "/a/b/rel/z.so"},
+        {"file://localhost/etc/x.so", "/etc/x.so"},
+        {"file:///with%20space/%41.so", "/with space/A.so"},
+        {"a%20b.so", "/a/b/a%20b.so"},
+        {"/../../x.so", "/x.so"},
+        {"../../../..", "/"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *why = NULL;
+        char *p = zfi_path_resolve("/a/b", cases[i].ref, &why);
+        if (!p || strcmp(p, cases[i].want))
+            ZT_FAIL("'%s' -> '%s', expected '%s'", cases[i].ref, p ? p : "(null)", cases[i].want);
+        free(p);
+    }
+    static const char *const bad[] = {"", "file://", "http://host/x.so", "zenoh://a/b",
+                                      "file://a%00b"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *why = NULL;
+        char *p = zfi_path_resolve("/a/b", bad[i], &why);
+        if (p || !why)
+            ZT_FAIL("'%s' should be refused", bad[i]);
+        free(p);
+    }
+    char *d = zfi_path_dirname("/x/y.yaml");
+    ZT_STREQ(d, "/x");
+    free(d);
+    d = zfi_path_dirname("/y.yaml");
+    ZT_STREQ(d, "/");
+    free(d);
+}
+
+ZT_CASE(escaping_in_outputs)
+{
+    const char *text =
+        "name: \"quo\\\"te\"\n"
+        "sources:\n"
+        "  - {id: \"s{x}|<y\", description: \"a\\nb \\\"c\\\"\", library: a.so,\n"
+        "     outputs: [{id: o, type: \"t|{}\"}]}\n"
+        "sinks:\n"
+        "  - {id: d, library: d.so, inputs: [i], configuration: {k: \"\\t\\u0001\"}}\n"
+        "links:\n"
+        "  - {from: {node: \"s{x}|<y\", output: o}, to: {node: d, input: i},\n"
+        "     shared_memory: {enabled: true}}\n";
+    zf_flow *f = NULL;
+    zf_diag *diag = zf_diag_new();
+    zf_err rc = zf_flow_load_string(text, strlen(text), "esc.yaml", "/tmp", NULL, diag, &f);
+    if (rc) {
+        char *s = zf_diag_format(diag);
+        fprintf(stderr, "%s", s);
+        free(s);
+    }
+    zf_diag_free(diag);
+    ZT_OK(rc);
+    char *json = zf_flow_to_json(f);
+    zf_config *j = parse_json(json);
+    ZT_CHECK(j != NULL);
+    ZT_STREQ(jstr(j, "name"), "quo\"te");
+    ZT_STREQ(jstr(zf_config_at(zf_config_get(j, "nodes"), 0), "description"), "a\nb \"c\"");
+    ZT_STREQ(jstr(zf_config_at(zf_config_get(j, "nodes"), 1), "configuration.k"), "\t\x01");
+    zfi_config_free(j);
+    free(json);
+    char *dot = zf_flow_to_dot(f);
+    ZT_CONTAINS(dot, "digraph \"quo\\\"te\"");
+    ZT_CONTAINS(dot, "s\\{x\\}\\|\\<y\\n(source)");
+    ZT_CONTAINS(dot, "<o0> o : t\\|\\{\\}");
+    free(dot);
+    zf_flow_free(f);
+}
+
 ZT_MAIN(ZT_ENTRY(extensions_are_parsed), ZT_ENTRY(vars_from_options_override),
         ZT_ENTRY(composite_settings_and_mapping), ZT_ENTRY(json_parses_back),
         ZT_ENTRY(json_of_compat_flow_parses_back), ZT_ENTRY(dot_has_nodes_and_edges),
         ZT_ENTRY(load_string_resolves_against_base_dir), ZT_ENTRY(references_keep_the_flow),
-        ZT_ENTRY(fan_out_and_any_types))
+        ZT_ENTRY(fan_out_and_any_types), ZT_ENTRY(json_descriptor), ZT_ENTRY(paths),
+        ZT_ENTRY(escaping_in_outputs))

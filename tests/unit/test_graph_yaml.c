@@ -378,5 +378,5 @@ ZT_CASE(diagnostics)
 ZT_MAIN(ZT_ENTRY(core_schema_scalars), ZT_ENTRY(positions_and_key_marks),
         ZT_ENTRY(anchors_and_aliases), ZT_ENTRY(alias_bomb_is_capped), ZT_ENTRY(depth_is_capped),
         ZT_ENTRY(duplicate_and_complex_keys), ZT_ENTRY(duplicate_keys_in_a_big_map),
-        ZT_ENTRY(syntax_and_text_errors), ZT_ENTRY(accessors),
-        ZT_ENTRY(merge_clone_json), ZT_ENTRY(diagnostics))
+        ZT_ENTRY(syntax_and_text_errors), ZT_ENTRY(accessors), ZT_ENTRY(merge_clone_json),
+        ZT_ENTRY(diagnostics))

@@ -1,0 +1,59 @@
+/* zf-bench's source: capsules of `size` bytes from the pool, stamped.
+ * In lockstep mode it waits (spinning, bounded) until the previous capsule
+ * reached the sink, so latency is measured without queueing. */
+#include "bench_shared.h"
+
+#include <zflow/zflow.h>
+
+#include <stdlib.h>
+
+static zf_err src_init(zf_node *n, void **state)
+{
+    int64_t addr = 0;
+    zf_config_int(zf_node_config(n), "shared", 0, &addr);
+    if (!addr) {
+        zf_node_set_error(n, "bench nodes run inside zf-bench only");
+        return ZF_EINVAL;
+    }
+    bench_shared *b = (void *)(uintptr_t)addr;
+    if (b->reserve)
+        zf_data_reserve(n, (size_t)b->size, (size_t)b->reserve);
+    *state = b;
+    return ZF_OK;
+}
+
+static zf_err src_produce(void *state, zf_node *n)
+{
+    bench_shared *b = state;
+    if (atomic_load(&b->stop))
+        return ZF_OK;
+    if (b->lockstep) {
+        /* Sleep (not spin) until the previous capsule reached the sink:
+         * this worker waits, the others run the pipeline. */
+        for (;;) {
+            uint32_t a = atomic_load_explicit(&b->ack, memory_order_acquire);
+            if (a >= (uint32_t)atomic_load_explicit(&b->sent, memory_order_relaxed))
+                break;
+            if (atomic_load(&b->stop))
+                return ZF_OK;
+            bench_wait(&b->ack, a);
+        }
+    }
+    zf_data *d = NULL;
+    zf_err e = zf_data_alloc(n, (size_t)b->size, &d);
+    if (e != ZF_OK)
+        return e;
+    zf_data_set_timestamp(d, zf_clock_ns());
+    atomic_fetch_add_explicit(&b->sent, 1, memory_order_relaxed);
+    return zf_send(n, 0, &d);
+}
+
+static const zf_port_decl outputs[] = {{"out", NULL}};
+static const zf_node_decl decl = {.abi = ZF_ABI_VERSION,
+                                  .kind = ZF_SOURCE,
+                                  .name = "bench_source",
+                                  .outputs = outputs,
+                                  .n_outputs = 1,
+                                  .init = src_init,
+                                  .produce = src_produce};
+ZF_NODE_EXPORT(decl)
