@@ -158,11 +158,15 @@ static zf_err load(const char *file, const char *dir, const char *canon, const c
             ld.depth = ld.cap_stack = 1;
     }
     zfi_doc *doc = NULL;
+    zf_err rc = ifile ? ZF_OK : ZF_ENOMEM;
     if (ifile && !zf_diag_count(ld.diag))
-        zfi_doc_load(&ld, ifile, dir, text, len, &ld.opt_vars, &ld.flow_vars, &doc);
+        rc = zfi_doc_load(&ld, ifile, dir, text, len, &ld.opt_vars, &ld.flow_vars, &doc);
     if (doc && zfi_loader_keep(&ld, doc)) {
         zfi_flatten(&ld, doc);
         zfi_validate_ports(&ld);
+    } else if (!zf_diag_count(ld.diag)) { /* never succeed without a document */
+        zfi_diag_add(ld.diag, rc ? rc : ZF_ENOMEM, file, 0, 0, "", "cannot load the descriptor: %s",
+                     zf_strerror(rc ? rc : ZF_ENOMEM));
     }
     if (ld.oom && !zf_diag_count(ld.diag))
         zfi_diag_add(ld.diag, ZF_ENOMEM, file, 0, 0, "", "out of memory");

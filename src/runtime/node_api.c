@@ -46,8 +46,11 @@ static zf_err send(zf_node *n, unsigned port, zf_data **d, bool try_only, int64_
         if (inside || try_only) {
             bool park = false;
             e = zfi_link_push_nowait(out->links[i], &one, &park);
-            if (park)
+            if (park) {
+                if (!atomic_load(&n->parked))
+                    n->parked_on = out->links[i];
                 atomic_store(&n->parked, true);
+            }
         } else {
             e = zf_link_push(out->links[i], &one, timeout_ns);
         }

@@ -56,6 +56,7 @@ struct zf_node {
     atomic_int ticks;   /* periodic sources: a produce is due */
     atomic_bool parked; /* an output link is over capacity */
     uint64_t parked_since;
+    zf_link *parked_on; /* the full link that parked it (for blocked time) */
     uint64_t next_due_ns;        /* periodic sources: timer thread only */
     _Atomic uint64_t wake_at_ns; /* free-running source backing off; 0: none */
     uint64_t backoff_ns;         /* its current backoff (worker only) */

@@ -274,10 +274,9 @@ static bool still_parked(zf_node *n)
 static void unpark(zf_node *n)
 {
     atomic_store(&n->parked, false);
-    uint64_t waited = zf_clock_ns() - n->parked_since;
-    for (size_t o = 0; o < n->n_out; o++)
-        for (size_t k = 0; k < n->out[o].n; k++)
-            zfi_link_add_blocked(n->out[o].links[k], waited);
+    if (n->parked_on)
+        zfi_link_add_blocked(n->parked_on, zf_clock_ns() - n->parked_since);
+    n->parked_on = NULL;
 }
 
 /* Every input saw end of stream: the node is done; end of stream flows on. */
