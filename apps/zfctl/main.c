@@ -11,6 +11,14 @@ static const struct {
     {"run", cmd_run, "run a dataflow in this process until a duration or Ctrl-C"},
     {"validate", cmd_validate, "check a descriptor and its node libraries"},
     {"graph", cmd_graph, "print the graph as Graphviz DOT, or render it"},
+    {"deploy", cmd_daemon, "send a dataflow to the daemon (zfd); prints the instance UUID"},
+    {"ls", cmd_daemon, "list the daemon's instances: UUID NAME STATUS WORKERS"},
+    {"status", cmd_daemon, "an instance in detail: nodes, links, pool"},
+    {"start", cmd_daemon, "start a CREATED (or SUSPENDED) instance"},
+    {"suspend", cmd_daemon, "stop an instance's sources, keeping its queues and memory"},
+    {"resume", cmd_daemon, "resume a SUSPENDED instance"},
+    {"destroy", cmd_daemon, "stop an instance gracefully and print the stop report"},
+    {"workers", cmd_daemon, "list the daemons reachable"},
 };
 
 static void usage(FILE *out)

@@ -50,5 +50,7 @@ void print_report(FILE *out, const zf_stop_report *r);
 int cmd_run(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
+/* deploy, ls, status, start, suspend, resume, destroy, workers */
+int cmd_daemon(int argc, char **argv);
 
 #endif

@@ -329,6 +329,7 @@ ZF_EXPORT void zf_link_stats_get(const zf_link *link, zf_link_stats *out);
 /* ------------------------------------------------------------------ */
 
 typedef struct zf_config zf_config;
+typedef struct zf_diag zf_diag; /* diagnostics (see Descriptors) */
 
 typedef enum zf_config_kind {
     ZF_CFG_NULL = 0,
@@ -361,6 +362,23 @@ ZF_EXPORT zf_err zf_config_string(const zf_config *c, const char *key, const cha
 ZF_EXPORT zf_err zf_config_int(const zf_config *c, const char *key, int64_t def, int64_t *out);
 ZF_EXPORT zf_err zf_config_float(const zf_config *c, const char *key, double def, double *out);
 ZF_EXPORT zf_err zf_config_bool(const zf_config *c, const char *key, bool def, bool *out);
+
+/** Parse JSON text into a tree (objects are maps, arrays sequences). On
+ *  ZF_OK the caller owns *out (zf_config_free). On ZF_EPARSE err says where
+ *  and what (errlen bytes; err may be NULL). Depth is limited to 64. */
+ZF_EXPORT zf_err zf_json_parse(const char *text, size_t len, zf_config **out, char *err,
+                               size_t errlen);
+
+/** Parse YAML text (one document) into a tree; problems go to diag (may be
+ *  NULL), named `name`. On ZF_OK the caller owns *out (zf_config_free). */
+ZF_EXPORT zf_err zf_yaml_parse(const char *text, size_t len, const char *name, zf_config **out,
+                               zf_diag *diag);
+
+/** The tree as JSON text; the caller frees it. NULL on allocation failure. */
+ZF_EXPORT char *zf_config_to_json(const zf_config *c);
+
+/** Free a tree returned by zf_json_parse / zf_yaml_parse. NULL is a no-op. */
+ZF_EXPORT void zf_config_free(zf_config *c);
 
 /* ------------------------------------------------------------------ */
 /* The node ABI                                                        */
@@ -480,8 +498,7 @@ typedef void (*zf_host_free_fn)(const zf_node_decl *decl);
 /** A loaded, flattened, structurally valid dataflow descriptor. */
 typedef struct zf_flow zf_flow;
 
-/** Diagnostics: every problem found, each with its place. */
-typedef struct zf_diag zf_diag;
+/* zf_diag (declared above): every problem found, each with its place. */
 
 typedef struct zf_diag_entry {
     const char *file;    /**< descriptor file (may be "" for a string) */
@@ -528,6 +545,14 @@ ZF_EXPORT const char *zf_flow_name(const zf_flow *f);
  *  ports and types the descriptor says. Problems go to diag. Errors:
  *  ZF_ENOTFOUND, ZF_EABI, ZF_ETYPE (first problem's code). */
 ZF_EXPORT zf_err zf_flow_check_libraries(const zf_flow *f, zf_diag *diag);
+
+/** Number of (flattened) nodes, and node i's id, code (library path or
+ *  Python script), and worker from `mapping` (NULL when unmapped). The
+ *  strings are owned by f. */
+ZF_EXPORT size_t zf_flow_node_count(const zf_flow *f);
+ZF_EXPORT const char *zf_flow_node_id(const zf_flow *f, size_t i);
+ZF_EXPORT const char *zf_flow_node_source(const zf_flow *f, size_t i);
+ZF_EXPORT const char *zf_flow_node_worker(const zf_flow *f, size_t i);
 
 /** The flattened graph as JSON (nodes, links, mapping). free() it. */
 ZF_EXPORT char *zf_flow_to_json(const zf_flow *f);
@@ -668,6 +693,118 @@ typedef struct zf_instance_stats {
 /** Snapshot of every counter. Caller owns *out (zf_instance_stats_free). */
 ZF_EXPORT zf_err zf_instance_stats_get(zf_instance *inst, zf_instance_stats **out);
 ZF_EXPORT void zf_instance_stats_free(zf_instance_stats *s);
+
+/* ------------------------------------------------------------------ */
+/* Control protocol: zfctl <-> zfd (docs/protocol.md)                  */
+/* ------------------------------------------------------------------ */
+
+/** Version spoken by this library; requests carry it as "v". */
+#define ZF_PROTOCOL_VERSION 1
+/** Largest frame (request or response) accepted. */
+#define ZF_FRAME_MAX (16u << 20)
+
+typedef enum zf_op {
+    ZF_OP_HELLO = 0, /**< who are you: version, worker name, pid */
+    ZF_OP_DEPLOY,    /**< descriptor text -> a new instance's UUID */
+    ZF_OP_LIST,      /**< every instance: uuid, name, status, workers */
+    ZF_OP_STATUS,    /**< one instance in detail */
+    ZF_OP_START,
+    ZF_OP_SUSPEND,
+    ZF_OP_RESUME,
+    ZF_OP_DESTROY, /**< graceful stop; the stop report */
+    ZF_OP_WORKERS, /**< the daemons reachable */
+    ZF_OP_COUNT
+} zf_op;
+
+/** "hello", "deploy", ... or NULL. */
+ZF_EXPORT const char *zf_op_name(zf_op op);
+
+/** A decoded request. Strings are owned by the request. */
+typedef struct zf_request {
+    uint32_t version; /**< protocol version of the sender */
+    zf_op op;
+    const char *id;          /**< start/suspend/resume/status/destroy: UUID,
+                                  unique UUID prefix or instance name */
+    const char *descriptor;  /**< deploy: the descriptor's text */
+    const char *path;        /**< deploy: the descriptor's absolute path */
+    const char *name;        /**< deploy: instance name (may be NULL) */
+    const char *const *vars; /**< deploy: "KEY=VALUE" */
+    size_t n_vars;
+    bool start; /**< deploy: start at once (default true) */
+} zf_request;
+
+/** Decode a request (JSON text). Every field is checked for presence, kind
+ *  and size; on error err says which and what was expected. On ZF_OK the
+ *  caller owns *out (zf_request_free). Errors: ZF_EPARSE (not JSON),
+ *  ZF_EPROTO (not a valid request), ZF_ENOMEM. */
+ZF_EXPORT zf_err zf_request_decode(const char *text, size_t len, zf_request **out, char *err,
+                                   size_t errlen);
+/** Encode a request as JSON (version set to ZF_PROTOCOL_VERSION); free() it. */
+ZF_EXPORT char *zf_request_encode(const zf_request *r);
+ZF_EXPORT void zf_request_free(zf_request *r);
+
+/** A success response carrying `result_json` (a JSON value; NULL: null), or
+ *  an error response. The caller frees the text. */
+ZF_EXPORT char *zf_response_ok(const char *result_json);
+ZF_EXPORT char *zf_response_error(zf_err code, const char *fmt, ...) ZF_PRINTF(2, 3);
+
+/** The default control socket: $ZF_SOCKET, else $XDG_RUNTIME_DIR/zflow/zfd.sock,
+ *  else /run/zflow/zfd.sock for root, else /tmp/zflow-<uid>/zfd.sock. */
+ZF_EXPORT void zf_control_default_socket(char *buf, size_t len);
+
+/** A connection to a daemon. */
+typedef struct zf_client zf_client;
+
+/** Connect to the daemon at `path` (NULL: the default). On ZF_OK the caller
+ *  owns *out (zf_client_close). Errors: ZF_ENOTFOUND (no daemon listens
+ *  there), ZF_EPERM (not allowed), ZF_ESYS. */
+ZF_EXPORT zf_err zf_client_connect(const char *path, zf_client **out);
+
+/** Send a request and wait up to timeout_ms (<0: forever) for the response.
+ *  On ZF_OK the caller owns *response (zf_config_free): {"ok":true,
+ *  "result":...} or {"ok":false,"error":{"code":"ZF_E...","message":...}}.
+ *  Errors (transport only): ZF_ETIMEDOUT, ZF_ECLOSED, ZF_EPROTO, ZF_ESYS. */
+ZF_EXPORT zf_err zf_client_call(zf_client *c, const zf_request *req, zf_config **response,
+                                int timeout_ms);
+
+ZF_EXPORT void zf_client_close(zf_client *c);
+
+/** The credentials of a connected client. */
+typedef struct zf_peer {
+    int pid;
+    unsigned uid, gid;
+} zf_peer;
+
+/** A request handler: returns the response text (zf_response_ok/_error),
+ *  which the server frees. Called from one thread per connection: it must
+ *  be thread-safe. */
+typedef char *(*zf_server_handler)(void *arg, const zf_request *req, const zf_peer *peer);
+
+typedef struct zf_server_options {
+    const char *path;       /**< socket path (NULL: the default) */
+    unsigned mode;          /**< socket file mode; 0: 0660 */
+    unsigned max_clients;   /**< connections at once; 0: 64 */
+    int idle_timeout_ms;    /**< close a connection idle this long; 0: 60 s */
+    int request_timeout_ms; /**< a started frame must complete within; 0: 5 s */
+} zf_server_options;
+
+typedef struct zf_server zf_server;
+
+/** Listen on a Unix socket (mode 0660, its folder created if missing) and
+ *  serve requests on their own threads. Only the daemon's user, root and
+ *  members of the socket's group are served. A malformed, truncated or
+ *  oversized request gets an error response and is logged; the server keeps
+ *  serving. On ZF_OK the caller owns *out (zf_server_stop). Errors:
+ *  ZF_EBUSY (a daemon already listens there), ZF_ESYS. */
+ZF_EXPORT zf_err zf_server_start(const zf_server_options *opt, zf_server_handler handler, void *arg,
+                                 zf_server **out);
+
+/** The socket path the server listens on (owned by the server). */
+ZF_EXPORT const char *zf_server_path(const zf_server *s);
+
+/** Stop accepting, finish the requests in progress, close every
+ *  connection, remove the socket file, free the server. */
+ZF_EXPORT void zf_server_stop(zf_server *s);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,311 @@
+/* zfctl's daemon commands: deploy, ls, status, start, suspend, resume,
+ * destroy, workers. Each sends one request to zfd and prints the answer,
+ * as a table or (-o json) as the daemon's JSON result. */
+#include "zfctl.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct daemon_args {
+    const char *cmd;
+    const char *socket;
+    bool json;
+    const char *id;   /* ID commands */
+    flow_args fa;     /* deploy */
+    const char *name; /* deploy */
+    bool no_start;    /* deploy */
+} daemon_args;
+
+static void help(const char *cmd)
+{
+    if (!strcmp(cmd, "deploy"))
+        printf("usage: zfctl deploy FLOW [--name N] [--var KEY=VALUE]... [--no-start]\n"
+               "                    [--socket PATH] [-o json]\n\n"
+               "Send FLOW to the daemon, which creates (and starts) an instance; prints its "
+               "UUID.\n");
+    else if (!strcmp(cmd, "ls"))
+        printf("usage: zfctl ls [--socket PATH] [-o json]\n\n"
+               "List the daemon's instances: UUID NAME STATUS WORKERS.\n");
+    else if (!strcmp(cmd, "workers"))
+        printf("usage: zfctl workers [--socket PATH] [-o json]\n\nList the daemons reachable.\n");
+    else
+        printf("usage: zfctl %s ID [--socket PATH] [-o json]\n\n"
+               "ID is an instance's UUID, a unique prefix of it, or its name.\n",
+               cmd);
+    printf("\nThe daemon's socket: --socket, else $ZF_SOCKET, else the default "
+           "($XDG_RUNTIME_DIR/zflow/zfd.sock or /run/zflow/zfd.sock).\n");
+}
+
+static bool wants_id(const char *cmd)
+{
+    return strcmp(cmd, "deploy") && strcmp(cmd, "ls") && strcmp(cmd, "workers");
+}
+
+static void parse(int argc, char **argv, daemon_args *a)
+{
+    a->cmd = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+            help(a->cmd);
+            exit(EXIT_OK);
+        } else if (!strncmp(s, "--socket", 8)) {
+            a->socket = args_value(argc, argv, &i, a->cmd);
+        } else if (!strcmp(s, "-o") || !strncmp(s, "--output", 8)) {
+            const char *v = args_value(argc, argv, &i, a->cmd);
+            if (strcmp(v, "json") && strcmp(v, "table"))
+                usage_error(a->cmd, "-o takes json or table");
+            a->json = !strcmp(v, "json");
+        } else if (!strcmp(a->cmd, "deploy") && args_var(argc, argv, &i, &a->fa)) {
+        } else if (!strcmp(a->cmd, "deploy") && !strncmp(s, "--name", 6)) {
+            a->name = args_value(argc, argv, &i, a->cmd);
+        } else if (!strcmp(a->cmd, "deploy") && !strcmp(s, "--no-start")) {
+            a->no_start = true;
+        } else if (s[0] == '-') {
+            usage_error(a->cmd, "unknown option '%s'", s);
+        } else if (!strcmp(a->cmd, "deploy") && !a->fa.path) {
+            a->fa.path = s;
+        } else if (wants_id(a->cmd) && !a->id) {
+            a->id = s;
+        } else {
+            usage_error(a->cmd, "unexpected argument '%s'", s);
+        }
+    }
+    if (!strcmp(a->cmd, "deploy") && !a->fa.path)
+        usage_error(a->cmd, "missing FLOW (a descriptor file)");
+    if (wants_id(a->cmd) && !a->id)
+        usage_error(a->cmd, "missing ID (a UUID, a unique prefix of one, or a name)");
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char *text = NULL;
+    FILE *m = open_memstream(&text, len);
+    char buf[65536];
+    size_t k, total = 0;
+    while ((k = fread(buf, 1, sizeof buf, f)) > 0 && total < ZF_FRAME_MAX) {
+        fwrite(buf, 1, k, m);
+        total += k;
+    }
+    fclose(f);
+    fclose(m);
+    return text;
+}
+
+/* One request; the daemon's result (owned by *tree), or NULL after printing
+ * the error and setting *rc. */
+static const zf_config *call(const daemon_args *a, zf_request *req, zf_config **tree, int *rc)
+{
+    char path[512];
+    if (a->socket)
+        snprintf(path, sizeof path, "%s", a->socket);
+    else
+        zf_control_default_socket(path, sizeof path);
+    zf_client *c = NULL;
+    zf_err e = zf_client_connect(path, &c);
+    if (e != ZF_OK) {
+        fprintf(stderr, "zfctl %s: %s\n", a->cmd, zf_last_error());
+        if (e == ZF_ENOTFOUND)
+            fprintf(stderr, "start one with:  zfd --name NAME --lib-path DIR --socket %s\n", path);
+        *rc = EXIT_DAEMON;
+        return NULL;
+    }
+    e = zf_client_call(c, req, tree, 60000);
+    zf_client_close(c);
+    if (e != ZF_OK) {
+        fprintf(stderr, "zfctl %s: %s\n", a->cmd, zf_last_error());
+        *rc = EXIT_DAEMON;
+        return NULL;
+    }
+    bool ok = false;
+    zf_config_bool(*tree, "ok", false, &ok);
+    if (!ok) {
+        const char *code = "?", *msg = "?";
+        zf_config_string(*tree, "error.code", "?", &code);
+        zf_config_string(*tree, "error.message", "?", &msg);
+        if (a->json) {
+            char *j = zf_config_to_json(zf_config_get(*tree, "error"));
+            printf("{\"error\":%s}\n", j ? j : "null");
+            free(j);
+        }
+        fprintf(stderr, "zfctl %s: %s (%s)\n", a->cmd, msg, code);
+        *rc = !strcmp(code, "ZF_EPARSE") || !strcmp(code, "ZF_EINVAL") ||
+                      !strcmp(code, "ZF_EABI") || !strcmp(code, "ZF_ETYPE")
+                  ? EXIT_INVALID
+                  : EXIT_FAIL;
+        return NULL;
+    }
+    return zf_config_get(*tree, "result");
+}
+
+static const char *str(const zf_config *c, const char *key)
+{
+    const char *s = NULL;
+    zf_config_string(c, key, "", &s);
+    return s ? s : "";
+}
+
+static long long num(const zf_config *c, const char *key)
+{
+    int64_t v = 0;
+    zf_config_int(c, key, 0, &v);
+    return (long long)v;
+}
+
+static double real(const zf_config *c, const char *key)
+{
+    double v = 0;
+    zf_config_float(c, key, 0, &v);
+    return v;
+}
+
+static void print_ls(const zf_config *r)
+{
+    const zf_config *list = zf_config_get(r, "instances");
+    printf("%-36s  %-20s  %-28s  %s\n", "UUID", "NAME", "STATUS", "WORKERS");
+    for (size_t i = 0; i < zf_config_len(list); i++) {
+        const zf_config *e = zf_config_at(list, i);
+        const zf_config *w = zf_config_get(e, "workers");
+        char workers[256] = "";
+        for (size_t k = 0; k < zf_config_len(w); k++)
+            snprintf(workers + strlen(workers), sizeof workers - strlen(workers), "%s%s",
+                     k ? "," : "", zf_config_text(zf_config_at(w, k)));
+        printf("%-36s  %-20s  %-28s  %s\n", str(e, "uuid"), str(e, "name"), str(e, "status"),
+               workers);
+    }
+}
+
+static void print_report_json(const zf_config *rep)
+{
+    char a[32], b[32];
+    printf("stop: %lld in flight at stop, %lld delivered during drain, %lld dropped, %lld "
+           "release callbacks, drained in %.2f s%s\n",
+           num(rep, "in_flight_at_stop"), num(rep, "delivered_in_drain"), num(rep, "dropped"),
+           num(rep, "release_callbacks"), real(rep, "drain_s"),
+           zf_config_get(rep, "drain_timed_out") && !strcmp(str(rep, "drain_timed_out"), "true")
+               ? " (drain timeout reached)"
+               : "");
+    printf("pool: %s freed, %s leaked\n", fmt_bytes((uint64_t)num(rep, "bytes_freed"), a, sizeof a),
+           fmt_bytes((uint64_t)num(rep, "bytes_leaked"), b, sizeof b));
+    if (*str(rep, "held"))
+        printf("held: %s\n", str(rep, "held"));
+    printf("bytes leaked: %lld%s\n", num(rep, "bytes_leaked"),
+           num(rep, "bytes_leaked") ? " (LEAKED)" : " (nothing leaked)");
+}
+
+static void print_status(const zf_config *r)
+{
+    char a[32], b[32];
+    printf("instance  %s (%s)\n", str(r, "uuid"), str(r, "name"));
+    printf("status    %s for %.1f s (created %s, up %.1f s)\n", str(r, "status"),
+           real(r, "state_for_s"), str(r, "created"), real(r, "uptime_s"));
+    const zf_config *pool = zf_config_get(r, "pool");
+    printf("pool      %s in use, high water %s, %lld allocations, %lld refused\n",
+           fmt_bytes((uint64_t)num(pool, "bytes_in_use"), a, sizeof a),
+           fmt_bytes((uint64_t)num(pool, "bytes_high_water"), b, sizeof b),
+           num(pool, "allocations"), num(pool, "refused"));
+    const zf_config *nodes = zf_config_get(r, "nodes");
+    printf("nodes:\n  %-22s %-8s %-9s %-10s %10s %7s %8s %12s  %s\n", "ID", "KIND", "STATE",
+           "WORKER", "CALLBACKS", "ERRORS", "RESTARTS", "PROGRESS", "REASON");
+    for (size_t i = 0; i < zf_config_len(nodes); i++) {
+        const zf_config *n = zf_config_at(nodes, i);
+        char ago[32] = "never";
+        if (zf_config_kind_of(zf_config_get(n, "last_progress_s_ago")) != ZF_CFG_NULL)
+            snprintf(ago, sizeof ago, "%.2f s ago", real(n, "last_progress_s_ago"));
+        printf("  %-22s %-8s %-9s %-10s %10lld %7lld %8lld %12s  %s\n", str(n, "id"),
+               str(n, "kind"), str(n, "state"), str(n, "worker"), num(n, "callbacks"),
+               num(n, "errors"), num(n, "restarts"), ago, str(n, "reason"));
+    }
+    const zf_config *links = zf_config_get(r, "links");
+    printf("links:\n  %-26s %-26s %-11s %5s %5s %5s %8s %12s\n", "FROM", "TO", "POLICY", "CAP",
+           "DEPTH", "HIGH", "DROPPED", "MSGS/S");
+    for (size_t i = 0; i < zf_config_len(links); i++) {
+        const zf_config *l = zf_config_at(links, i);
+        printf("  %-26s %-26s %-11s %5lld %5lld %5lld %8lld %12.1f\n", str(l, "from"), str(l, "to"),
+               str(l, "policy"), num(l, "capacity"), num(l, "depth"), num(l, "high_water"),
+               num(l, "dropped"), real(l, "throughput_per_s"));
+    }
+}
+
+static void print_workers(const zf_config *r)
+{
+    const zf_config *list = zf_config_get(r, "workers");
+    printf("%-16s %8s %10s %10s  %s\n", "NAME", "PID", "INSTANCES", "UPTIME", "ADDRESS");
+    for (size_t i = 0; i < zf_config_len(list); i++) {
+        const zf_config *w = zf_config_at(list, i);
+        printf("%-16s %8lld %10lld %9.0fs  %s\n", str(w, "name"), num(w, "pid"),
+               num(w, "instances"), real(w, "uptime_s"), str(w, "address"));
+    }
+}
+
+int cmd_daemon(int argc, char **argv)
+{
+    daemon_args a = {0};
+    parse(argc, argv, &a);
+    zf_request req = {.version = ZF_PROTOCOL_VERSION, .id = a.id, .start = true};
+    char *text = NULL;
+    char abs[PATH_MAX];
+    if (!strcmp(a.cmd, "deploy")) {
+        size_t len = 0;
+        text = read_file(a.fa.path, &len);
+        if (!text || !realpath(a.fa.path, abs)) {
+            fprintf(stderr, "zfctl deploy: cannot read %s: %s\n", a.fa.path, strerror(errno));
+            free(text);
+            free(a.fa.vars);
+            return EXIT_INVALID;
+        }
+        req.op = ZF_OP_DEPLOY;
+        req.descriptor = text;
+        req.path = abs;
+        req.name = a.name;
+        req.vars = a.fa.vars;
+        req.n_vars = a.fa.n_vars;
+        req.start = !a.no_start;
+    } else {
+        static const struct {
+            const char *cmd;
+            zf_op op;
+        } ops[] = {{"ls", ZF_OP_LIST},         {"status", ZF_OP_STATUS}, {"start", ZF_OP_START},
+                   {"suspend", ZF_OP_SUSPEND}, {"resume", ZF_OP_RESUME}, {"destroy", ZF_OP_DESTROY},
+                   {"workers", ZF_OP_WORKERS}};
+        for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
+            if (!strcmp(a.cmd, ops[i].cmd))
+                req.op = ops[i].op;
+    }
+    zf_config *tree = NULL;
+    int rc = EXIT_OK;
+    const zf_config *r = call(&a, &req, &tree, &rc);
+    free(text);
+    free(a.fa.vars);
+    if (!r) {
+        zf_config_free(tree);
+        return rc;
+    }
+    if (a.json) {
+        char *j = zf_config_to_json(r);
+        printf("%s\n", j ? j : "null");
+        free(j);
+    } else if (req.op == ZF_OP_DEPLOY) {
+        printf("%s\n", str(r, "uuid"));
+    } else if (req.op == ZF_OP_LIST) {
+        print_ls(r);
+    } else if (req.op == ZF_OP_STATUS) {
+        print_status(r);
+    } else if (req.op == ZF_OP_DESTROY) {
+        printf("destroyed %s (%s)\n", str(r, "uuid"), str(r, "name"));
+        print_report_json(zf_config_get(r, "report"));
+    } else if (req.op == ZF_OP_WORKERS) {
+        print_workers(r);
+    } else {
+        printf("%s %s\n", str(r, "uuid"), str(r, "state"));
+    }
+    if (req.op == ZF_OP_DESTROY && num(zf_config_get(r, "report"), "bytes_leaked"))
+        rc = EXIT_FAIL;
+    zf_config_free(tree);
+    return rc;
+}

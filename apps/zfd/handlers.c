@@ -1,0 +1,567 @@
+/* zfd's request handlers and instance table.
+ *
+ * Entries are reference-counted: a request holds its entry while it works
+ * on the instance, so a concurrent destroy cannot free it underneath. The
+ * table lock is never held across a slow call (a drain takes seconds). */
+#include "jw.h"
+#include "zfd.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct entry {
+    zf_instance *inst;
+    zf_flow *flow;
+    char uuid[37];
+    char *name;
+    time_t created;      /* wall clock, for display */
+    uint64_t created_ns; /* monotonic */
+    int refs;            /* under d->mu */
+    bool removed;        /* out of the table (being destroyed) */
+    entry *next;
+};
+
+/* ---- the table ---- */
+
+static void entry_unref(zfd_daemon *d, entry *e)
+{
+    pthread_mutex_lock(&d->mu);
+    bool last = --e->refs == 0;
+    pthread_mutex_unlock(&d->mu);
+    if (!last)
+        return;
+    zf_instance_destroy(e->inst);
+    zf_flow_free(e->flow);
+    free(e->name);
+    free(e);
+}
+
+/* Find by UUID, name or unique UUID prefix; a reference on success. */
+static entry *resolve(zfd_daemon *d, const char *id, char **error)
+{
+    entry *found = NULL;
+    size_t matches = 0;
+    char names[512] = "";
+    pthread_mutex_lock(&d->mu);
+    for (entry *e = d->list; e && !found; e = e->next)
+        if (!strcmp(e->uuid, id))
+            found = e;
+    if (!found) {
+        size_t idlen = strlen(id);
+        for (entry *e = d->list; e; e = e->next) {
+            if (!strcmp(e->name, id) || !strncmp(e->uuid, id, idlen)) {
+                matches++;
+                found = e;
+                size_t n = strlen(names);
+                snprintf(names + n, sizeof names - n, "%s%s (%s)", n ? ", " : "", e->uuid, e->name);
+            }
+        }
+    }
+    if (found && matches <= 1)
+        found->refs++;
+    pthread_mutex_unlock(&d->mu);
+    if (!found) {
+        *error = zf_response_error(ZF_ENOTFOUND,
+                                   "no instance matches '%s' (give a UUID, a unique prefix of "
+                                   "one, or a name; 'zfctl ls' lists them)",
+                                   id);
+        return NULL;
+    }
+    if (matches > 1) {
+        *error = zf_response_error(ZF_EINVAL, "'%s' is ambiguous: it matches %s", id, names);
+        return NULL;
+    }
+    return found;
+}
+
+static const char *status_text(zf_instance *inst, char *buf, size_t len)
+{
+    zf_instance_stats *s = NULL;
+    const char *state = zf_instance_state_name(zf_instance_state_get(inst));
+    snprintf(buf, len, "%s", state);
+    if (zf_instance_stats_get(inst, &s) != ZF_OK)
+        return buf;
+    size_t n = 0;
+    for (size_t i = 0; i < s->n_nodes; i++) {
+        if (s->nodes[i].state != ZF_NODE_DEGRADED)
+            continue;
+        n += (size_t)snprintf(buf + strlen(buf), len - strlen(buf), "%s%s",
+                              n ? "," : " (DEGRADED: ", s->nodes[i].id);
+    }
+    if (n)
+        snprintf(buf + strlen(buf), len - strlen(buf), ")");
+    zf_instance_stats_free(s);
+    return buf;
+}
+
+static void iso_time(time_t t, char *buf, size_t len)
+{
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+/* ---- deploy ---- */
+
+char *zfd_real_dir(const char *dir)
+{
+    char *r = realpath(dir, NULL);
+    if (!r)
+        return NULL;
+    size_t n = strlen(r);
+    char *s = malloc(n + 2);
+    if (s) {
+        memcpy(s, r, n);
+        s[n] = n && r[n - 1] == '/' ? '\0' : '/';
+        s[n + 1] = '\0';
+    }
+    free(r);
+    return s;
+}
+
+static bool under(const char *real, const char *dir_slash)
+{
+    return !strncmp(real, dir_slash, strlen(dir_slash));
+}
+
+/* Node code must come from --lib-path folders (or the descriptor's folder
+ * when allowed). Returns NULL, or an error response. */
+static char *check_sources(zfd_daemon *d, const zf_flow *f, const char *desc_path)
+{
+    char *desc_dir = NULL;
+    if (d->allow_descriptor_dir) {
+        char *copy = strdup(desc_path);
+        char *slash = copy ? strrchr(copy, '/') : NULL;
+        if (slash) {
+            slash[1] = '\0';
+            desc_dir = zfd_real_dir(copy);
+        }
+        free(copy);
+    }
+    char msg[2048] = "";
+    for (size_t i = 0; i < zf_flow_node_count(f); i++) {
+        const char *src = zf_flow_node_source(f, i);
+        if (!src)
+            continue;
+        char *real = realpath(src, NULL);
+        bool ok = false;
+        for (size_t k = 0; real && k < d->n_lib_paths && !ok; k++)
+            ok = under(real, d->lib_paths[k]);
+        if (real && desc_dir && !ok)
+            ok = under(real, desc_dir);
+        if (!ok) {
+            size_t n = strlen(msg);
+            snprintf(msg + n, sizeof msg - n, "%snode '%s': %s %s", n ? "; " : "",
+                     zf_flow_node_id(f, i), real ? real : src,
+                     real ? "is outside the daemon's --lib-path folders" : "does not exist");
+        }
+        free(real);
+    }
+    free(desc_dir);
+    if (!msg[0])
+        return NULL;
+    jw w;
+    jw_init(&w);
+    for (size_t k = 0; k < d->n_lib_paths; k++)
+        jw_str(&w, NULL, d->lib_paths[k]);
+    char *dirs = jw_steal(&w);
+    char *r = zf_response_error(ZF_EPERM,
+                                "%s. This daemon loads node code only from: %s%s (start zfd with "
+                                "--lib-path DIR%s)",
+                                msg, d->n_lib_paths ? dirs : "(no --lib-path given)",
+                                d->allow_descriptor_dir ? " and the descriptor's folder" : "",
+                                d->allow_descriptor_dir ? "" : ", or --allow-descriptor-dir");
+    free(dirs);
+    return r;
+}
+
+static char *check_mapping(zfd_daemon *d, const zf_flow *f)
+{
+    for (size_t i = 0; i < zf_flow_node_count(f); i++) {
+        const char *w = zf_flow_node_worker(f, i);
+        if (w && *w && strcmp(w, d->name) != 0)
+            return zf_response_error(ZF_ENOTFOUND,
+                                     "node '%s' is mapped to worker '%s', which is not "
+                                     "reachable; this daemon is '%s' and sees no other worker",
+                                     zf_flow_node_id(f, i), w, d->name);
+    }
+    return NULL;
+}
+
+static char *diag_error(zf_err code, const char *what, const zf_diag *dg)
+{
+    char *text = zf_diag_format(dg);
+    char *r = zf_response_error(code, "%s:\n%s", what, text && *text ? text : zf_last_error());
+    free(text);
+    return r;
+}
+
+static char *deploy(zfd_daemon *d, const zf_request *req)
+{
+    const char *slash = strrchr(req->path, '/');
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - req->path) : 1, req->path);
+    zf_diag *dg = zf_diag_new();
+    zf_flow_options fo = {.vars = req->vars, .n_vars = req->n_vars};
+    zf_flow *f = NULL;
+    char *resp = NULL;
+    zf_err e = zf_flow_load_string(req->descriptor, strlen(req->descriptor), req->path,
+                                   dir[0] ? dir : "/", &fo, dg, &f);
+    if (e != ZF_OK) {
+        resp = diag_error(e, "the descriptor is invalid", dg);
+        goto out;
+    }
+    if ((resp = check_sources(d, f, req->path)) || (resp = check_mapping(d, f)))
+        goto out;
+    zf_instance_options io = {.name = req->name};
+    zf_instance *inst = NULL;
+    e = zf_instance_create(d->rt, f, &io, dg, &inst);
+    if (e != ZF_OK) {
+        resp = diag_error(e, "the instance could not be created", dg);
+        goto out;
+    }
+    entry *en = calloc(1, sizeof *en);
+    if (!en) {
+        zf_instance_destroy(inst);
+        resp = zf_response_error(ZF_ENOMEM, "out of memory");
+        goto out;
+    }
+    en->inst = inst;
+    en->flow = f;
+    f = NULL;
+    snprintf(en->uuid, sizeof en->uuid, "%s", zf_instance_uuid(inst));
+    en->name = strdup(zf_instance_name(inst));
+    en->created = time(NULL);
+    en->created_ns = zf_clock_ns();
+    en->refs = 1; /* the table's */
+    if (req->start)
+        zf_instance_start(inst);
+    pthread_mutex_lock(&d->mu);
+    entry **tail = &d->list; /* creation order */
+    while (*tail)
+        tail = &(*tail)->next;
+    *tail = en;
+    d->count++;
+    pthread_mutex_unlock(&d->mu);
+    char line[256];
+    snprintf(line, sizeof line, "deployed %s (%s)%s", en->uuid, en->name,
+             req->start ? " and started it" : "");
+    zfd_log(ZF_LOG_INFO, "%s", line);
+    jw w;
+    jw_init(&w);
+    jw_obj(&w, NULL);
+    jw_str(&w, "uuid", en->uuid);
+    jw_str(&w, "name", en->name);
+    jw_str(&w, "state", zf_instance_state_name(zf_instance_state_get(inst)));
+    jw_str(&w, "worker", d->name);
+    jw_end_obj(&w);
+    char *result = jw_steal(&w);
+    resp = zf_response_ok(result);
+    free(result);
+out:
+    zf_flow_free(f);
+    zf_diag_free(dg);
+    return resp;
+}
+
+/* ---- list, status ---- */
+
+static char *list(zfd_daemon *d)
+{
+    jw w;
+    jw_init(&w);
+    jw_obj(&w, NULL);
+    jw_arr(&w, "instances");
+    pthread_mutex_lock(&d->mu);
+    for (entry *e = d->list; e; e = e->next) {
+        char status[256], created[32];
+        iso_time(e->created, created, sizeof created);
+        jw_obj(&w, NULL);
+        jw_str(&w, "uuid", e->uuid);
+        jw_str(&w, "name", e->name);
+        jw_str(&w, "status", status_text(e->inst, status, sizeof status));
+        jw_arr(&w, "workers");
+        jw_str(&w, NULL, d->name);
+        jw_end_arr(&w);
+        jw_str(&w, "created", created);
+        jw_end_obj(&w);
+    }
+    pthread_mutex_unlock(&d->mu);
+    jw_end_arr(&w);
+    jw_end_obj(&w);
+    char *r = jw_steal(&w);
+    char *resp = zf_response_ok(r);
+    free(r);
+    return resp;
+}
+
+static void report_json(jw *w, const char *key, const zf_stop_report *r)
+{
+    jw_obj(w, key);
+    jw_uint(w, "in_flight_at_stop", r->in_flight_at_stop);
+    jw_uint(w, "delivered_in_drain", r->delivered_in_drain);
+    jw_uint(w, "dropped", r->dropped);
+    jw_uint(w, "dropped_in_drain", r->dropped_in_drain);
+    jw_uint(w, "release_callbacks", r->releases);
+    jw_uint(w, "pool_bytes_before", r->pool_bytes_before);
+    jw_uint(w, "bytes_freed",
+            r->pool_bytes_before > r->pool_bytes_after ? r->pool_bytes_before - r->pool_bytes_after
+                                                       : 0);
+    jw_uint(w, "pool_bytes_after", r->pool_bytes_after);
+    jw_uint(w, "bytes_abandoned", r->bytes_abandoned);
+    jw_uint(w, "bytes_leaked", r->bytes_leaked);
+    jw_uint(w, "pool_high_water", r->pool_high_water);
+    jw_uint(w, "nodes_abandoned", r->nodes_abandoned);
+    jw_num(w, "drain_s", (double)r->drain_ns / 1e9);
+    jw_bool(w, "drain_timed_out", r->drain_timed_out);
+    jw_str(w, "held", r->holders);
+    jw_end_obj(w);
+}
+
+static char *status(zfd_daemon *d, entry *e)
+{
+    zf_instance_stats *s = NULL;
+    if (zf_instance_stats_get(e->inst, &s) != ZF_OK)
+        return zf_response_error(ZF_ENOMEM, "%s", zf_last_error());
+    uint64_t now = zf_clock_ns();
+    double up = (double)(now - e->created_ns) / 1e9;
+    char created[32], status_buf[256];
+    iso_time(e->created, created, sizeof created);
+    jw w;
+    jw_init(&w);
+    jw_obj(&w, NULL);
+    jw_str(&w, "uuid", e->uuid);
+    jw_str(&w, "name", e->name);
+    jw_str(&w, "state", zf_instance_state_name(s->state));
+    jw_str(&w, "status", status_text(e->inst, status_buf, sizeof status_buf));
+    jw_str(&w, "created", created);
+    jw_num(&w, "uptime_s", up);
+    jw_num(&w, "state_for_s", (double)(now - s->state_since_ns) / 1e9);
+    jw_arr(&w, "workers");
+    jw_str(&w, NULL, d->name);
+    jw_end_arr(&w);
+    jw_obj(&w, "pool");
+    jw_uint(&w, "bytes_in_use", s->pool.bytes_in_use);
+    jw_uint(&w, "bytes_high_water", s->pool.bytes_high_water);
+    jw_uint(&w, "bytes_mapped", s->pool.bytes_mapped);
+    jw_uint(&w, "allocations", s->pool.allocs);
+    jw_uint(&w, "refused", s->pool.alloc_failures);
+    jw_end_obj(&w);
+    jw_arr(&w, "nodes");
+    for (size_t i = 0; i < s->n_nodes; i++) {
+        const zf_node_stats *n = &s->nodes[i];
+        jw_obj(&w, NULL);
+        jw_str(&w, "id", n->id);
+        jw_str(&w, "kind", zf_node_kind_name(n->kind));
+        jw_str(&w, "state", zf_node_state_name(n->state));
+        jw_str(&w, "reason", n->reason);
+        jw_num(&w, "state_for_s", (double)(now - n->since_ns) / 1e9);
+        jw_str(&w, "worker", d->name);
+        jw_uint(&w, "callbacks", n->callbacks);
+        jw_uint(&w, "errors", n->errors);
+        jw_uint(&w, "restarts", 0);
+        jw_uint(&w, "sent", n->sent);
+        jw_uint(&w, "alloc_failures", n->alloc_failures);
+        jw_uint(&w, "degraded_count", n->degraded_count);
+        if (n->last_progress_ns)
+            jw_num(&w, "last_progress_s_ago", (double)(now - n->last_progress_ns) / 1e9);
+        else
+            jw_str(&w, "last_progress_s_ago", NULL);
+        jw_end_obj(&w);
+    }
+    jw_end_arr(&w);
+    jw_arr(&w, "links");
+    for (size_t i = 0; i < s->n_links; i++) {
+        const zf_link_info *l = &s->links[i];
+        jw_obj(&w, NULL);
+        jw_str(&w, "from", l->from);
+        jw_str(&w, "to", l->to);
+        jw_str(&w, "policy", zf_policy_name(l->stats.policy));
+        jw_uint(&w, "capacity", l->stats.capacity);
+        jw_uint(&w, "depth", l->stats.depth);
+        jw_uint(&w, "high_water", l->stats.high_water);
+        jw_uint(&w, "enqueued", l->stats.enqueued);
+        jw_uint(&w, "dequeued", l->stats.dequeued);
+        jw_uint(&w, "dropped", l->stats.dropped);
+        jw_num(&w, "blocked_s", (double)l->stats.blocked_ns / 1e9);
+        jw_num(&w, "throughput_per_s", up > 0 ? (double)l->stats.dequeued / up : 0.0);
+        jw_end_obj(&w);
+    }
+    jw_end_arr(&w);
+    jw_end_obj(&w);
+    zf_instance_stats_free(s);
+    char *r = jw_steal(&w);
+    char *resp = zf_response_ok(r);
+    free(r);
+    return resp;
+}
+
+/* ---- lifecycle ---- */
+
+static char *transition(entry *e, zf_op op)
+{
+    zf_instance_state st = zf_instance_state_get(e->inst);
+    if (op == ZF_OP_RESUME && st != ZF_INSTANCE_SUSPENDED)
+        return zf_response_error(ZF_ESTATE,
+                                 "instance %s is %s: only a SUSPENDED instance can be resumed",
+                                 e->uuid, zf_instance_state_name(st));
+    zf_err err = op == ZF_OP_SUSPEND ? zf_instance_suspend(e->inst) : zf_instance_start(e->inst);
+    if (err != ZF_OK)
+        return zf_response_error(err, "%s", zf_last_error());
+    char buf[160];
+    snprintf(buf, sizeof buf, "{\"uuid\":\"%s\",\"state\":\"%s\"}", e->uuid,
+             zf_instance_state_name(zf_instance_state_get(e->inst)));
+    return zf_response_ok(buf);
+}
+
+static void log_report(const char *uuid, const char *name, const zf_stop_report *r)
+{
+    char line[1400];
+    snprintf(line, sizeof line,
+             "destroyed %s (%s): %llu in flight at stop, %llu delivered during drain, %llu "
+             "dropped, %llu release callbacks, %llu bytes freed, %llu bytes leaked%s%s",
+             uuid, name, (unsigned long long)r->in_flight_at_stop,
+             (unsigned long long)r->delivered_in_drain, (unsigned long long)r->dropped,
+             (unsigned long long)r->releases,
+             (unsigned long long)(r->pool_bytes_before > r->pool_bytes_after
+                                      ? r->pool_bytes_before - r->pool_bytes_after
+                                      : 0),
+             (unsigned long long)r->bytes_leaked, r->holders[0] ? "; " : "", r->holders);
+    zfd_log(r->bytes_leaked ? ZF_LOG_WARN : ZF_LOG_INFO, "%s", line);
+}
+
+/* Take e out of the table (if still in it) and stop it; e's table reference
+ * is dropped. Returns false if someone else is destroying it. */
+static bool take_out(zfd_daemon *d, entry *e)
+{
+    pthread_mutex_lock(&d->mu);
+    if (e->removed) {
+        pthread_mutex_unlock(&d->mu);
+        return false;
+    }
+    e->removed = true;
+    for (entry **p = &d->list; *p; p = &(*p)->next)
+        if (*p == e) {
+            *p = e->next;
+            break;
+        }
+    d->count--;
+    e->refs--; /* the table's reference; the caller still holds one */
+    pthread_mutex_unlock(&d->mu);
+    return true;
+}
+
+static char *destroy(zfd_daemon *d, entry *e)
+{
+    if (!take_out(d, e))
+        return zf_response_error(ZF_ESTATE, "instance %s is already being destroyed", e->uuid);
+    zf_stop_report r;
+    zf_instance_stop(e->inst, &r);
+    log_report(e->uuid, e->name, &r);
+    jw w;
+    jw_init(&w);
+    jw_obj(&w, NULL);
+    jw_str(&w, "uuid", e->uuid);
+    jw_str(&w, "name", e->name);
+    jw_str(&w, "state", "DESTROYED");
+    report_json(&w, "report", &r);
+    jw_end_obj(&w);
+    char *res = jw_steal(&w);
+    char *resp = zf_response_ok(res);
+    free(res);
+    return resp;
+}
+
+void zfd_destroy_all(zfd_daemon *d)
+{
+    for (;;) {
+        pthread_mutex_lock(&d->mu);
+        entry *e = d->list;
+        if (e)
+            e->refs++;
+        pthread_mutex_unlock(&d->mu);
+        if (!e)
+            return;
+        char *resp = destroy(d, e);
+        free(resp);
+        entry_unref(d, e);
+    }
+}
+
+/* ---- dispatch ---- */
+
+static char *workers(zfd_daemon *d)
+{
+    pthread_mutex_lock(&d->mu);
+    size_t n = d->count;
+    pthread_mutex_unlock(&d->mu);
+    jw w;
+    jw_init(&w);
+    jw_obj(&w, NULL);
+    jw_arr(&w, "workers");
+    jw_obj(&w, NULL);
+    jw_str(&w, "name", d->name);
+    jw_int(&w, "pid", getpid());
+    jw_uint(&w, "instances", n);
+    jw_num(&w, "uptime_s", (double)(zf_clock_ns() - d->started_ns) / 1e9);
+    jw_str(&w, "address", d->socket);
+    jw_str(&w, "version", ZF_VERSION_STRING);
+    jw_end_obj(&w);
+    jw_end_arr(&w);
+    jw_end_obj(&w);
+    char *r = jw_steal(&w);
+    char *resp = zf_response_ok(r);
+    free(r);
+    return resp;
+}
+
+char *zfd_handle(void *arg, const zf_request *req, const zf_peer *peer)
+{
+    zfd_daemon *d = arg;
+    (void)peer;
+    switch (req->op) {
+    case ZF_OP_HELLO: {
+        char buf[256];
+        snprintf(buf, sizeof buf,
+                 "{\"version\":\"%s\",\"protocol\":%d,\"worker\":\"%s\",\"pid\":%d}",
+                 ZF_VERSION_STRING, ZF_PROTOCOL_VERSION, d->name, (int)getpid());
+        return zf_response_ok(buf);
+    }
+    case ZF_OP_DEPLOY:
+        return deploy(d, req);
+    case ZF_OP_LIST:
+        return list(d);
+    case ZF_OP_WORKERS:
+        return workers(d);
+    default:
+        break;
+    }
+    char *err = NULL;
+    entry *e = resolve(d, req->id, &err);
+    if (!e)
+        return err;
+    char *resp;
+    switch (req->op) {
+    case ZF_OP_STATUS:
+        resp = status(d, e);
+        break;
+    case ZF_OP_START:
+    case ZF_OP_RESUME:
+    case ZF_OP_SUSPEND:
+        resp = transition(e, req->op);
+        break;
+    case ZF_OP_DESTROY:
+        resp = destroy(d, e);
+        break;
+    default:
+        resp = zf_response_error(ZF_EPROTO, "unknown op");
+        break;
+    }
+    entry_unref(d, e);
+    return resp;
+}

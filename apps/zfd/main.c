@@ -1,0 +1,251 @@
+/* zfd: the zflow daemon.
+ *
+ *   zfd --name NAME [--socket PATH] [--lib-path DIR]... [--config FILE]
+ *       [--workers N] [--log LEVEL] [--allow-descriptor-dir]
+ *
+ * Foreground; logs to stderr. SIGTERM / SIGINT destroy every instance
+ * gracefully (each stop report logged), then exit 0. */
+#include "zfd.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static zf_log_level log_level = ZF_LOG_INFO;
+
+void zfd_log(zf_log_level level, const char *fmt, ...)
+{
+    if (level > log_level)
+        return;
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    zf_log_stderr(NULL, level, "zfd", msg);
+}
+
+static void help(FILE *out)
+{
+    fprintf(out,
+            "usage: zfd --name NAME [options]\n"
+            "\n"
+            "The zflow daemon: hosts dataflow instances that 'zfctl deploy' sends it.\n"
+            "\n"
+            "  --name NAME            this worker's name (as in descriptors' mapping)\n"
+            "  --socket PATH          control socket (default: $ZF_SOCKET, else\n"
+            "                         $XDG_RUNTIME_DIR/zflow/zfd.sock, else /run/zflow/zfd.sock)\n"
+            "  --lib-path DIR         load node code (libraries, Python files) only from DIR;\n"
+            "                         repeatable\n"
+            "  --allow-descriptor-dir also allow node code from the deployed descriptor's folder\n"
+            "  --config FILE          YAML: name, socket, lib_paths, workers, log,\n"
+            "                         allow_descriptor_dir (options given here win)\n"
+            "  --workers N            worker threads (default: one per CPU)\n"
+            "  --log LEVEL            error, warn, info (default), debug, trace\n"
+            "  --version              print the version\n");
+}
+
+typedef struct opts {
+    const char *name, *socket, *config;
+    const char **lib_paths;
+    size_t n_lib_paths;
+    unsigned workers;
+    bool allow_descriptor_dir;
+    bool log_set;
+} opts;
+
+static _Noreturn void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "zfd: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(2);
+}
+
+static const char *value(int argc, char **argv, int *i)
+{
+    const char *eq = strchr(argv[*i], '=');
+    if (argv[*i][0] == '-' && argv[*i][1] == '-' && eq)
+        return eq + 1;
+    if (*i + 1 >= argc)
+        die("%s needs a value (see zfd --help)", argv[*i]);
+    return argv[++*i];
+}
+
+static void add_lib_path(opts *o, const char *dir)
+{
+    const char **n = realloc(o->lib_paths, (o->n_lib_paths + 1) * sizeof *n);
+    if (!n)
+        die("out of memory");
+    o->lib_paths = n;
+    o->lib_paths[o->n_lib_paths++] = dir;
+}
+
+static void parse_args(int argc, char **argv, opts *o)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            help(stdout);
+            exit(0);
+        } else if (!strcmp(a, "--version")) {
+            printf("zfd %s (protocol %d, node ABI %u)\n", ZF_VERSION_STRING, ZF_PROTOCOL_VERSION,
+                   ZF_ABI_VERSION);
+            exit(0);
+        } else if (!strncmp(a, "--name", 6)) {
+            o->name = value(argc, argv, &i);
+        } else if (!strncmp(a, "--socket", 8)) {
+            o->socket = value(argc, argv, &i);
+        } else if (!strncmp(a, "--lib-path", 10)) {
+            add_lib_path(o, value(argc, argv, &i));
+        } else if (!strncmp(a, "--config", 8)) {
+            o->config = value(argc, argv, &i);
+        } else if (!strncmp(a, "--workers", 9)) {
+            int w = atoi(value(argc, argv, &i));
+            if (w < 1 || w > 256)
+                die("--workers takes a number from 1 to 256");
+            o->workers = (unsigned)w;
+        } else if (!strncmp(a, "--log", 5)) {
+            if (zf_log_level_parse(value(argc, argv, &i), &log_level) != ZF_OK)
+                die("--log: %s", zf_last_error());
+            o->log_set = true;
+        } else if (!strcmp(a, "--allow-descriptor-dir")) {
+            o->allow_descriptor_dir = true;
+        } else {
+            die("unknown argument '%s' (see zfd --help)", a);
+        }
+    }
+}
+
+/* Options from --config fill in what the command line left unset. */
+static zf_config *read_config(opts *o)
+{
+    FILE *f = fopen(o->config, "r");
+    if (!f)
+        die("--config %s: %s", o->config, strerror(errno));
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    char buf[4096];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, f)) > 0)
+        fwrite(buf, 1, k, m);
+    fclose(f);
+    fclose(m);
+    zf_diag *dg = zf_diag_new();
+    zf_config *c = NULL;
+    if (zf_yaml_parse(text, len, o->config, &c, dg) != ZF_OK) {
+        char *t = zf_diag_format(dg);
+        fprintf(stderr, "%s", t ? t : "");
+        die("--config %s is not valid YAML", o->config);
+    }
+    zf_diag_free(dg);
+    free(text);
+    static const char *const known[] = {"name",    "socket", "lib_paths",
+                                        "workers", "log",    "allow_descriptor_dir"};
+    for (size_t i = 0; i < zf_config_len(c); i++) {
+        const char *key = zf_config_key_at(c, i);
+        bool ok = false;
+        for (size_t j = 0; j < sizeof known / sizeof known[0] && !ok; j++)
+            ok = key && !strcmp(key, known[j]);
+        if (!ok)
+            die("--config %s: unknown field '%s' (expected name, socket, lib_paths, workers, "
+                "log, allow_descriptor_dir)",
+                o->config, key ? key : "?");
+    }
+    const char *s = NULL;
+    if (!o->name && zf_config_string(c, "name", NULL, &s) == ZF_OK && s)
+        o->name = s;
+    if (!o->socket && zf_config_string(c, "socket", NULL, &s) == ZF_OK && s)
+        o->socket = s;
+    const zf_config *libs = zf_config_get(c, "lib_paths");
+    if (libs && zf_config_kind_of(libs) != ZF_CFG_SEQ)
+        die("--config %s: lib_paths must be a list of folders", o->config);
+    for (size_t i = 0; i < zf_config_len(libs); i++)
+        add_lib_path(o, zf_config_text(zf_config_at(libs, i)));
+    int64_t w = 0;
+    if (!o->workers && zf_config_int(c, "workers", 0, &w) == ZF_OK && w > 0 && w <= 256)
+        o->workers = (unsigned)w;
+    if (!o->log_set && zf_config_string(c, "log", NULL, &s) == ZF_OK && s &&
+        zf_log_level_parse(s, &log_level) != ZF_OK)
+        die("--config %s: log: %s", o->config, zf_last_error());
+    bool allow = false;
+    if (zf_config_bool(c, "allow_descriptor_dir", false, &allow) == ZF_OK && allow)
+        o->allow_descriptor_dir = true;
+    return c;
+}
+
+int main(int argc, char **argv)
+{
+    opts o = {0};
+    parse_args(argc, argv, &o);
+    zf_config *cfg = o.config ? read_config(&o) : NULL;
+    if (!o.name || !*o.name)
+        die("--name NAME is required (this worker's name, as in descriptors' mapping)");
+    zf_log_set(zf_log_stderr, NULL, log_level);
+
+    /* Signals are taken by sigwait below; every thread inherits the mask. */
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    zfd_daemon d = {.name = strdup(o.name), .allow_descriptor_dir = o.allow_descriptor_dir};
+    pthread_mutex_init(&d.mu, NULL);
+    d.lib_paths = calloc(o.n_lib_paths + 1, sizeof *d.lib_paths);
+    for (size_t i = 0; i < o.n_lib_paths; i++) {
+        char *real = zfd_real_dir(o.lib_paths[i]);
+        if (!real)
+            die("--lib-path %s: %s", o.lib_paths[i], strerror(errno));
+        d.lib_paths[d.n_lib_paths++] = real;
+    }
+    zf_runtime_options ro = {.workers = o.workers, .worker = o.name};
+    if (zf_runtime_create(&ro, &d.rt) != ZF_OK)
+        die("%s", zf_last_error());
+    d.started_ns = zf_clock_ns();
+    zf_server_options so = {.path = o.socket};
+    zf_server *srv = NULL;
+    if (zf_server_start(&so, zfd_handle, &d, &srv) != ZF_OK) {
+        zfd_log(ZF_LOG_ERROR, "%s", zf_last_error());
+        zf_runtime_destroy(d.rt);
+        return 1;
+    }
+    d.socket = zf_server_path(srv);
+    zfd_log(ZF_LOG_INFO, "worker '%s' ready (pid %d, socket %s, %zu lib path%s)", d.name,
+            (int)getpid(), d.socket, d.n_lib_paths, d.n_lib_paths == 1 ? "" : "s");
+
+    int sig = 0;
+    for (;;) {
+        if (sigwait(&sigs, &sig) != 0)
+            continue;
+        if (sig == SIGHUP) {
+            zfd_log(ZF_LOG_INFO, "SIGHUP ignored (restart zfd to change its options)");
+            continue;
+        }
+        break;
+    }
+    zfd_log(ZF_LOG_INFO, "%s: destroying %zu instance(s), then exiting",
+            sig == SIGINT ? "SIGINT" : "SIGTERM", d.count);
+    zf_server_stop(srv);
+    zfd_destroy_all(&d);
+    zf_runtime_destroy(d.rt);
+    for (size_t i = 0; i < d.n_lib_paths; i++)
+        free(d.lib_paths[i]);
+    free(d.lib_paths);
+    free((void *)o.lib_paths);
+    free(d.name);
+    zf_config_free(cfg);
+    pthread_mutex_destroy(&d.mu);
+    zfd_log(ZF_LOG_INFO, "bye");
+    return 0;
+}

@@ -1,0 +1,240 @@
+/* Control requests and responses: JSON objects, versioned ("v").
+ *   {"v":1,"op":"deploy","descriptor":"...","path":"/abs/flow.yaml",
+ *    "name":"cam","vars":["K=V"],"start":true}
+ *   {"v":1,"ok":true,"result":...}
+ *   {"v":1,"ok":false,"error":{"code":"ZF_ENOTFOUND","message":"..."}}
+ * Every field is checked for kind and size: a request from a stranger is
+ * hostile until proven otherwise. docs/protocol.md is the reference. */
+#include "core/common.h"
+#include "graph/flow.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ID   256
+#define MAX_NAME 128
+#define MAX_PATH 4096
+#define MAX_VARS 1024
+#define MAX_VAR  (64u * 1024u)
+
+static const char *const op_names[ZF_OP_COUNT] = {
+    [ZF_OP_HELLO] = "hello",   [ZF_OP_DEPLOY] = "deploy",   [ZF_OP_LIST] = "list",
+    [ZF_OP_STATUS] = "status", [ZF_OP_START] = "start",     [ZF_OP_SUSPEND] = "suspend",
+    [ZF_OP_RESUME] = "resume", [ZF_OP_DESTROY] = "destroy", [ZF_OP_WORKERS] = "workers",
+};
+
+const char *zf_op_name(zf_op op)
+{
+    return (unsigned)op < ZF_OP_COUNT ? op_names[op] : NULL;
+}
+
+typedef struct request_impl {
+    zf_request r;
+    zf_config *tree; /* the strings point into it */
+    const char **vars;
+} request_impl;
+
+void zf_request_free(zf_request *r)
+{
+    if (!r)
+        return;
+    request_impl *x = (request_impl *)r;
+    zfi_config_free(x->tree);
+    free(x->vars);
+    free(x);
+}
+
+static zf_err bad(char *err, size_t errlen, const char *fmt, ...) ZF_PRINTF(3, 4);
+static zf_err bad(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && errlen)
+        vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return zfi_error(ZF_EPROTO, "%s", err ? err : "bad request");
+}
+
+/* A string field: absent is fine unless required; otherwise a string of
+ * 1..max bytes (0 allowed when empty_ok). */
+static zf_err str_field(const zf_config *o, const char *key, bool required, size_t max,
+                        bool empty_ok, const char **out, char *err, size_t errlen)
+{
+    const zf_config *v = zfi_config_member(o, key);
+    *out = NULL;
+    if (!v) {
+        if (required)
+            return bad(err, errlen, "field '%s' is missing", key);
+        return ZF_OK;
+    }
+    if (v->kind != ZF_CFG_STRING)
+        return bad(err, errlen, "field '%s' must be a string", key);
+    size_t n = strlen(v->text);
+    if ((!n && !empty_ok) || n > max)
+        return bad(err, errlen, "field '%s' must be %s1 to %zu bytes long (got %zu)", key,
+                   empty_ok ? "0 or " : "", max, n);
+    *out = v->text;
+    return ZF_OK;
+}
+
+static bool needs_id(zf_op op)
+{
+    return op == ZF_OP_STATUS || op == ZF_OP_START || op == ZF_OP_SUSPEND || op == ZF_OP_RESUME ||
+           op == ZF_OP_DESTROY;
+}
+
+static zf_err decode(request_impl *x, char *err, size_t errlen)
+{
+    const zf_config *o = x->tree;
+    if (o->kind != ZF_CFG_MAP)
+        return bad(err, errlen, "a request is a JSON object");
+    static const char *const known[] = {"v",    "op",   "id",   "descriptor",
+                                        "path", "name", "vars", "start"};
+    for (size_t i = 0; i < o->n; i++) {
+        bool ok = false;
+        for (size_t k = 0; k < ZFI_ARRAY_LEN(known) && !ok; k++)
+            ok = strcmp(o->keys[i], known[k]) == 0;
+        if (!ok) {
+            char key[64];
+            snprintf(key, sizeof key, "%.60s", o->keys[i]);
+            return bad(err, errlen, "unknown field '%s'", key);
+        }
+    }
+    const zf_config *v = zfi_config_member(o, "v");
+    if (!v || v->kind != ZF_CFG_INT || v->i < 1)
+        return bad(err, errlen, "field 'v' (the protocol version, an integer >= 1) is missing");
+    if (v->i > ZF_PROTOCOL_VERSION)
+        return bad(err, errlen, "protocol version %lld is newer than this side's %d",
+                   (long long)v->i, ZF_PROTOCOL_VERSION);
+    x->r.version = (uint32_t)v->i;
+    const char *op;
+    zf_err e = str_field(o, "op", true, 32, false, &op, err, errlen);
+    if (e != ZF_OK)
+        return e;
+    x->r.op = ZF_OP_COUNT;
+    for (int i = 0; i < ZF_OP_COUNT; i++)
+        if (strcmp(op, op_names[i]) == 0)
+            x->r.op = (zf_op)i;
+    if (x->r.op == ZF_OP_COUNT)
+        return bad(err, errlen,
+                   "unknown op '%.32s' (expected hello, deploy, list, status, start, suspend, "
+                   "resume, destroy or workers)",
+                   op);
+    if ((e = str_field(o, "id", needs_id(x->r.op), MAX_ID, false, &x->r.id, err, errlen)) != ZF_OK)
+        return e;
+    bool deploy = x->r.op == ZF_OP_DEPLOY;
+    if ((e = str_field(o, "descriptor", deploy, ZF_FRAME_MAX, false, &x->r.descriptor, err,
+                       errlen)) != ZF_OK ||
+        (e = str_field(o, "path", deploy, MAX_PATH, false, &x->r.path, err, errlen)) != ZF_OK ||
+        (e = str_field(o, "name", false, MAX_NAME, false, &x->r.name, err, errlen)) != ZF_OK)
+        return e;
+    if (x->r.path && x->r.path[0] != '/')
+        return bad(err, errlen, "field 'path' must be an absolute path");
+    for (const char *p = x->r.name; p && *p; p++)
+        if ((unsigned char)*p < 0x20)
+            return bad(err, errlen, "field 'name' holds a control character");
+    const zf_config *vars = zfi_config_member(o, "vars");
+    if (vars) {
+        if (vars->kind != ZF_CFG_SEQ || vars->n > MAX_VARS)
+            return bad(err, errlen, "field 'vars' must be an array of at most %d strings",
+                       MAX_VARS);
+        x->vars = zfi_calloc(vars->n, sizeof *x->vars);
+        if (!x->vars)
+            return zfi_error(ZF_ENOMEM, "out of memory");
+        for (size_t i = 0; i < vars->n; i++) {
+            const zf_config *kv = vars->items[i];
+            if (kv->kind != ZF_CFG_STRING || !strchr(kv->text, '=') || kv->text[0] == '=' ||
+                strlen(kv->text) > MAX_VAR)
+                return bad(err, errlen, "vars[%zu] must be a \"KEY=VALUE\" string", i);
+            x->vars[i] = kv->text;
+        }
+        x->r.vars = x->vars;
+        x->r.n_vars = vars->n;
+    }
+    x->r.start = true;
+    const zf_config *start = zfi_config_member(o, "start");
+    if (start) {
+        if (start->kind != ZF_CFG_BOOL)
+            return bad(err, errlen, "field 'start' must be true or false");
+        x->r.start = start->b;
+    }
+    return ZF_OK;
+}
+
+zf_err zf_request_decode(const char *text, size_t len, zf_request **out, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = '\0';
+    if (!text || !out)
+        return zfi_error(ZF_EINVAL, "zf_request_decode: NULL argument");
+    *out = NULL;
+    request_impl *x = zfi_calloc(1, sizeof *x);
+    if (!x)
+        return zfi_error(ZF_ENOMEM, "out of memory");
+    zf_err e = zf_json_parse(text, len, &x->tree, err, errlen);
+    if (e == ZF_OK)
+        e = decode(x, err, errlen);
+    if (e != ZF_OK) {
+        zf_request_free(&x->r);
+        return e;
+    }
+    *out = &x->r;
+    return ZF_OK;
+}
+
+static void json_field(zfi_buf *b, const char *key, const char *val)
+{
+    if (!val)
+        return;
+    zfi_buf_printf(b, ",\"%s\":", key);
+    zfi_buf_json_str(b, val);
+}
+
+char *zf_request_encode(const zf_request *r)
+{
+    if (!r || !zf_op_name(r->op))
+        return NULL;
+    zfi_buf b;
+    zfi_buf_init(&b);
+    zfi_buf_printf(&b, "{\"v\":%d,\"op\":\"%s\"", ZF_PROTOCOL_VERSION, zf_op_name(r->op));
+    json_field(&b, "id", r->id);
+    json_field(&b, "descriptor", r->descriptor);
+    json_field(&b, "path", r->path);
+    json_field(&b, "name", r->name);
+    if (r->n_vars) {
+        zfi_buf_puts(&b, ",\"vars\":[");
+        for (size_t i = 0; i < r->n_vars; i++) {
+            if (i)
+                zfi_buf_puts(&b, ",");
+            zfi_buf_json_str(&b, r->vars[i]);
+        }
+        zfi_buf_puts(&b, "]");
+    }
+    if (r->op == ZF_OP_DEPLOY)
+        zfi_buf_printf(&b, ",\"start\":%s", r->start ? "true" : "false");
+    zfi_buf_puts(&b, "}");
+    return zfi_buf_steal(&b);
+}
+
+char *zf_response_ok(const char *result_json)
+{
+    return zfi_asprintf("{\"v\":%d,\"ok\":true,\"result\":%s}", ZF_PROTOCOL_VERSION,
+                        result_json ? result_json : "null");
+}
+
+char *zf_response_error(zf_err code, const char *fmt, ...)
+{
+    char msg[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    zfi_buf b;
+    zfi_buf_init(&b);
+    zfi_buf_printf(&b, "{\"v\":%d,\"ok\":false,\"error\":{\"code\":\"%s\",\"message\":",
+                   ZF_PROTOCOL_VERSION, zf_errname(code));
+    zfi_buf_json_str(&b, msg);
+    zfi_buf_puts(&b, "}}");
+    return zfi_buf_steal(&b);
+}
