@@ -105,7 +105,7 @@ void print_nodes(FILE *out, const zf_instance_stats *s)
             "STATE", "CALLBACKS", "ERRORS", "SENT", "NOMEM", "BUSY", "PROGRESS", "REASON");
     for (size_t i = 0; i < s->n_nodes; i++) {
         const zf_node_stats *n = &s->nodes[i];
-        char busy[32], ago[32], since[40];
+        char busy[32], ago[64], since[40];
         fmt_ns(n->busy_ns, busy, sizeof busy);
         if (n->last_progress_ns)
             snprintf(ago, sizeof ago, "%s ago",

@@ -362,6 +362,31 @@ static size_t max_samples(const peer_opts *o)
     return m;
 }
 
+/* The publisher process: runs every size, writes results into `res`. */
+static int publisher_main(const peer_opts *o, ctl *c, pid_t sub, peer_result *res, size_t *n)
+{
+    iox_set_loglevel(Iceoryx_LogLevel_Warn);
+    iox_runtime_init("zfpeer-iox-pub");
+    peer_pin(0);
+    pubctx x = {.c = c, .child = sub};
+    int rc = 0;
+    for (size_t i = 0; i < o->n_sizes && rc == 0; i++) {
+        peer_result *r = &res[*n];
+        memset(r, 0, sizeof *r);
+        r->bench = "ipc_hop";
+        r->impl = "iceoryx";
+        r->size = o->sizes[i];
+        if (run_size(o, &x, i, r) != 0) {
+            fprintf(stderr, "zfpeer-iox: failed at %zu bytes\n", o->sizes[i]);
+            rc = -1;
+            break;
+        }
+        (*n)++;
+    }
+    iox_runtime_shutdown();
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     peer_opts o;
@@ -396,58 +421,53 @@ int main(int argc, char **argv)
         perror("zfpeer-iox: config");
         return 1;
     }
+    /* Shared with the two children: control block, samples, results. */
+    size_t lat_n = max_samples(&o), ctl_bytes = sizeof(ctl) + lat_n * sizeof(double);
+    size_t res_bytes = sizeof(size_t) + PEER_MAX_SIZES * sizeof(peer_result);
+    ctl *c = peer_shared_alloc(ctl_bytes);
+    size_t *n_res = peer_shared_alloc(res_bytes);
+    if (!c || !n_res)
+        return 1;
+    peer_result *res = (peer_result *)(n_res + 1);
+    c->max_lat = lat_n;
+
     pid_t roudi = start_roudi(cfg, log);
     if (roudi < 0)
         return 1;
-
-    size_t lat_n = max_samples(&o), ctl_bytes = sizeof(ctl) + lat_n * sizeof(double);
-    ctl *c = peer_shared_alloc(ctl_bytes);
-    if (!c) {
-        stop_roudi(roudi);
-        return 1;
-    }
-    c->max_lat = lat_n;
+    /* This process never joins iceoryx: RouDi stops only once both
+     * children left it (exit() runs the runtime's deregistration). */
     fflush(NULL);
-    pid_t child = fork();
-    if (child == 0)
-        _exit(subscriber_main(&o, c) == 0 ? 0 : 1);
-
-    iox_set_loglevel(Iceoryx_LogLevel_Warn);
-    iox_runtime_init("zfpeer-iox-pub");
-    peer_pin(0);
-    pubctx x = {.c = c, .child = child};
-    peer_result res[PEER_MAX_SIZES];
-    size_t n = 0;
-    rc = child < 0 ? 1 : 0;
-    for (size_t i = 0; i < o.n_sizes && rc == 0; i++) {
-        peer_result *r = &res[n];
-        memset(r, 0, sizeof *r);
-        r->bench = "ipc_hop";
-        r->impl = "iceoryx";
-        r->size = o.sizes[i];
-        if (run_size(&o, &x, i, r) != 0) {
-            fprintf(stderr, "zfpeer-iox: failed at %zu bytes (RouDi log: %s)\n", o.sizes[i], log);
+    pid_t sub = fork();
+    if (sub == 0)
+        exit(subscriber_main(&o, c) == 0 ? 0 : 1);
+    pid_t pub = sub > 0 ? fork() : -1;
+    if (pub == 0)
+        exit(publisher_main(&o, c, sub, res, n_res) == 0 ? 0 : 1);
+    rc = sub > 0 && pub > 0 ? 0 : 1;
+    int st = 0;
+    if (pub > 0) {
+        waitpid(pub, &st, 0);
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
             rc = 1;
-            break;
+            if (sub > 0)
+                kill(sub, SIGKILL);
         }
-        n++;
     }
-    if (rc != 0 && child > 0)
-        kill(child, SIGKILL);
-    if (child > 0) {
-        int st = 0;
-        waitpid(child, &st, 0);
+    if (sub > 0) {
+        waitpid(sub, &st, 0);
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
             rc = 1;
     }
-    iox_runtime_shutdown();
     stop_roudi(roudi);
     if (rc == 0) {
         unlink(cfg);
         unlink(log);
         rmdir(dir);
+    } else {
+        fprintf(stderr, "zfpeer-iox: RouDi's config and log are in %s\n", dir);
     }
+    peer_print(stdout, res, *n_res, o.json);
     peer_shared_free(c, ctl_bytes);
-    peer_print(stdout, res, n, o.json);
+    peer_shared_free(n_res, res_bytes);
     return rc;
 }

@@ -1,0 +1,171 @@
+# The part of the `zflow` module written in Python. libzflow-python.so
+# embeds this file at build time and runs it in the module's namespace,
+# next to the C types Capsule and Context and the functions keep, writable
+# and address (module.c). See docs/python.md.
+"""zflow: nodes of a zflow dataflow, written in Python.
+
+A node script defines one class (or names it with `zflow_node = TheClass`):
+
+    import zflow
+
+    class Relay(zflow.Node):
+        def __init__(self, context, configuration):
+            self.gain = configuration.get("gain", 1)
+
+        def on_input(self, port, data):      # operators and sinks
+            self.send("out", data)           # the same capsule: no copy
+
+        def produce(self):                   # sources
+            ...
+
+        def close(self):                     # optional, at the end
+            ...
+
+`data` is a read-only memoryview over the capsule, valid during the call.
+"""
+
+import importlib.util as _importlib_util
+import os as _os
+import sys as _sys
+import traceback as _traceback
+
+ERROR, WARN, INFO, DEBUG, TRACE = range(5)
+
+
+class Error(Exception):
+    """A zflow call failed. `code` is the error's name ("ZF_ECLOSED", ...).
+
+    Escaping a callback, it becomes that error code for the runtime (an
+    error counted like any other, except ZF_ECLOSED while stopping)."""
+
+    def __init__(self, code, message=""):
+        super().__init__(f"{code}: {message}" if message else code)
+        self.code = code
+
+
+class Node:
+    """Optional base class of a Python node.
+
+    The runtime calls `YourClass(context, configuration)`. Node keeps both
+    as `self.context` and `self.configuration` (even if your __init__ does
+    not call super().__init__) and gives the node `self.send(port, data)`,
+    `self.try_send(port, data)`, `self.alloc(size)`, `self.log(message,
+    level="info")` and `self.id`, all forwarded to the context."""
+
+    def __new__(cls, context=None, configuration=None, *args, **kwargs):
+        self = super().__new__(cls)
+        self.context = context
+        self.configuration = {} if configuration is None else configuration
+        if context is not None:
+            # The context's own bound methods: no Python frame per call.
+            self.send = context.send
+            self.try_send = context.try_send
+            self.alloc = context.alloc
+            self.log = context.log
+        return self
+
+    def __init__(self, context=None, configuration=None):
+        pass
+
+    @property
+    def id(self):
+        return self.context.id
+
+
+def _node_classes(module, modname):
+    """Classes defined in the script itself that look like nodes."""
+    return [
+        v
+        for v in vars(module).values()
+        if isinstance(v, type)
+        and v.__module__ == modname
+        and v is not Node
+        and (callable(getattr(v, "on_input", None)) or callable(getattr(v, "produce", None)))
+    ]
+
+
+def _load(path, modname, kind):
+    """Import the node script `path` as module `modname`; find its node.
+
+    Returns (module, factory, has_produce). The node is the module's
+    `zflow_node` (a class, or any callable returning the node object) if it
+    has one, else the one class defined in the script with an on_input or a
+    produce method."""
+    name = _os.path.basename(path)
+    folder = _os.path.dirname(_os.path.abspath(path))
+    if folder not in _sys.path:
+        _sys.path.insert(0, folder)  # the script's siblings are importable
+    spec = _importlib_util.spec_from_file_location(modname, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path} as a Python module (expected a .py file)")
+    module = _importlib_util.module_from_spec(spec)
+    _sys.modules[modname] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        _sys.modules.pop(modname, None)
+        raise
+    try:
+        explicit = getattr(module, "zflow_node", None)
+        if explicit is not None:
+            if not callable(explicit):
+                raise TypeError(
+                    f"{name}: zflow_node must be the node class (or a callable returning the "
+                    f"node object), not {type(explicit).__name__}"
+                )
+            factory = explicit
+        else:
+            found = _node_classes(module, modname)
+            if not found:
+                raise TypeError(
+                    f"{name} defines no node class: expected a class with "
+                    f"on_input(self, port, data) or produce(self), or zflow_node = TheClass"
+                )
+            if len(found) > 1:
+                names = ", ".join(sorted(c.__name__ for c in found))
+                raise TypeError(
+                    f"{name} defines several node classes ({names}): name the one to run "
+                    f"with zflow_node = TheClass"
+                )
+            factory = found[0]
+        has_produce = True
+        if isinstance(factory, type):
+            cname = factory.__name__
+            if kind == "source":
+                has_produce = callable(getattr(factory, "produce", None))
+                if not has_produce and explicit is None:
+                    raise TypeError(
+                        f"{name}: {cname} is used as a source, which needs produce(self) "
+                        f"(a source sending from a thread of its own: zflow_node = {cname})"
+                    )
+            elif not callable(getattr(factory, "on_input", None)):
+                article = "an" if kind == "operator" else "a"
+                raise TypeError(
+                    f"{name}: {cname} is used as {article} {kind}, which needs "
+                    f"on_input(self, port, data)"
+                )
+        return module, factory, has_produce
+    except BaseException:
+        _sys.modules.pop(modname, None)
+        raise
+
+
+def _describe(exc):
+    """(one line, full traceback) of an exception raised by node code."""
+    frames = [
+        f
+        for f in _traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith("<frozen")
+    ]
+    if isinstance(exc, SyntaxError):
+        where = f"{_os.path.basename(exc.filename or '?')}:{exc.lineno}"
+        line = f"{type(exc).__name__}: {exc.msg} ({where})"
+    else:
+        line = "".join(_traceback.format_exception_only(type(exc), exc)).strip()
+        line = " | ".join(part.strip() for part in line.splitlines() if part.strip())
+    if frames:
+        line += " [at " + " <- ".join(
+            f"{_os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in reversed(frames)
+        ) + "]"
+    full = "".join(_traceback.format_exception(type(exc), exc, exc.__traceback__))
+    return line, full
