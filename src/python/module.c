@@ -27,6 +27,8 @@
  *   reference anywhere drops. Nothing is copied. */
 #include "pyhost.h"
 
+#include <structmember.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -377,7 +379,8 @@ static zf_data *to_capsule(PyObject *obj, bool consume_any)
     if (e != ZF_OK) {
         PyBuffer_Release(&view);
         free(p);
-        return raise_zf(e, zf_last_error());
+        raise_zf(e, zf_last_error());
+        return NULL;
     }
     p->view = view; /* the buffer (and its object) now belongs to the capsule */
     return d;
