@@ -58,6 +58,7 @@ typedef struct opts {
     bool log_set;
 } opts;
 
+static _Noreturn void die(const char *fmt, ...) ZF_PRINTF(1, 2);
 static _Noreturn void die(const char *fmt, ...)
 {
     va_list ap;

@@ -18,13 +18,13 @@
 
 /* Set this thread's zf_last_error() detail and return `code`. */
 zf_err zfi_error(zf_err code, const char *fmt, ...) ZF_PRINTF(2, 3);
-zf_err zfi_verror(zf_err code, const char *fmt, va_list ap);
+zf_err zfi_verror(zf_err code, const char *fmt, va_list ap) ZF_PRINTF(2, 0);
 /* Clear the detail (successful calls need not). */
 void zfi_error_clear(void);
 
 /* Log through the installed logger; a no-op when none or level too verbose. */
 void zfi_log(zf_log_level level, const char *scope, const char *fmt, ...) ZF_PRINTF(3, 4);
-void zfi_vlog(zf_log_level level, const char *scope, const char *fmt, va_list ap);
+void zfi_vlog(zf_log_level level, const char *scope, const char *fmt, va_list ap) ZF_PRINTF(3, 0);
 bool zfi_log_enabled(zf_log_level level);
 
 /* A programmer error (broken invariant): log at ERROR, then abort. If no
@@ -54,7 +54,7 @@ void zfi_buf_free(zfi_buf *b);
 void zfi_buf_append(zfi_buf *b, const char *s, size_t n);
 void zfi_buf_puts(zfi_buf *b, const char *s);
 void zfi_buf_printf(zfi_buf *b, const char *fmt, ...) ZF_PRINTF(2, 3);
-void zfi_buf_vprintf(zfi_buf *b, const char *fmt, va_list ap);
+void zfi_buf_vprintf(zfi_buf *b, const char *fmt, va_list ap) ZF_PRINTF(2, 0);
 /* A JSON string literal with quotes and escapes (NULL gives null). */
 void zfi_buf_json_str(zfi_buf *b, const char *s);
 /* Take the string (caller frees); the buffer is reset. NULL on failure. */

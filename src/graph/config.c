@@ -310,7 +310,8 @@ zf_config *zfi_config_merge(const zf_config *high, const zf_config *low)
         return NULL;
     for (size_t k = 0; k < low->n; k++) {
         const zf_config *h = zfi_config_member(high, low->keys[k]);
-        zf_config *v = h ? zfi_config_merge(h, low->items[k]) : zfi_config_clone(low->items[k]);
+        /* As Zenoh-Flow: a key set higher replaces the lower value whole. */
+        zf_config *v = zfi_config_clone(h ? h : low->items[k]);
         if (!v || !map_copy(m, low, k, v)) {
             zfi_config_free(v);
             goto fail;

@@ -50,8 +50,8 @@ bool zfi_config_map_add_at(zf_config *map, const char *key, zf_config *v, unsign
 bool zfi_config_seq_push(zf_config *seq, zf_config *v);
 /* Map member (no dotted paths), or NULL. */
 zf_config *zfi_config_member(const zf_config *map, const char *key);
-/* Merge `low` under `high`: keys of high win; nested maps merge recursively
- * (Zenoh-Flow merges configuration key by key). Returns a new tree. */
+/* Merge `low` under `high`: a top-level key of high replaces low's value
+ * whole, as Zenoh-Flow merges configurations. Returns a new tree. */
 zf_config *zfi_config_merge(const zf_config *high, const zf_config *low);
 /* As JSON text into b. */
 struct zfi_buf;
