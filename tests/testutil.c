@@ -219,6 +219,27 @@ int zt_exec(char *const argv[], char **out, int timeout_s)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+size_t zt_read_all(int fd, char *buf, size_t len)
+{
+    size_t n = 0;
+    ssize_t r;
+    while (n < len - 1 && (r = read(fd, buf + n, len - 1 - n)) > 0)
+        n += (size_t)r;
+    buf[n] = 0;
+    return n;
+}
+
+const char *zt_read_file(const char *path, char *buf, size_t len)
+{
+    buf[0] = 0;
+    int fd = open(path, O_RDONLY);
+    if (fd >= 0) {
+        zt_read_all(fd, buf, len);
+        close(fd);
+    }
+    return buf;
+}
+
 uint64_t zt_rss(void)
 {
     FILE *f = fopen("/proc/self/statm", "r");

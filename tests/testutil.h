@@ -9,6 +9,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Frame size for camera tests: 10 MiB (the issue's figure) in a normal build;
+ * smaller under sanitizers so the camera keeps its 60 frames per second. */
+#if defined(ZF_SANITIZE_THREAD)
+#define ZT_FRAME_BYTES (1u << 20)
+#elif defined(ZF_SANITIZE_ADDRESS)
+#define ZT_FRAME_BYTES (2u << 20)
+#else
+#define ZT_FRAME_BYTES (10u << 20)
+#endif
+
 /* The build and source folders (ZF_BINARY_DIR / ZF_SOURCE_DIR). */
 const char *zt_build_dir(void);
 const char *zt_source_dir(void);
@@ -40,6 +50,12 @@ long long zt_summary(const char *path, const char *key);
 /* Run a command (argv[0] found on PATH or absolute), capture stdout+stderr
  * into *out (malloc'd), return the exit status (or 128+signal). */
 int zt_exec(char *const argv[], char **out, int timeout_s);
+
+/* Read fd until end of file into buf (NUL-terminated, at most len-1 bytes);
+ * returns the length. */
+size_t zt_read_all(int fd, char *buf, size_t len);
+/* A whole (small) file into buf, NUL-terminated; "" if unreadable. */
+const char *zt_read_file(const char *path, char *buf, size_t len);
 
 /* Resident set size of this process in bytes. */
 uint64_t zt_rss(void);

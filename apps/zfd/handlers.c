@@ -26,6 +26,15 @@ struct entry {
     entry *next;
 };
 
+/* A success response with the writer's JSON as result. */
+static char *ok(jw *w)
+{
+    char *result = jw_steal(w);
+    char *resp = result ? zf_response_ok(result) : NULL;
+    free(result);
+    return resp;
+}
+
 /* ---- the table ---- */
 
 static void entry_unref(zfd_daemon *d, entry *e)
@@ -260,9 +269,7 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
     jw_str(&w, "state", zf_instance_state_name(zf_instance_state_get(inst)));
     jw_str(&w, "worker", d->name);
     jw_end_obj(&w);
-    char *result = jw_steal(&w);
-    resp = zf_response_ok(result);
-    free(result);
+    resp = ok(&w);
 out:
     zf_flow_free(f);
     zf_diag_free(dg);
@@ -294,10 +301,7 @@ static char *list(zfd_daemon *d)
     pthread_mutex_unlock(&d->mu);
     jw_end_arr(&w);
     jw_end_obj(&w);
-    char *r = jw_steal(&w);
-    char *resp = zf_response_ok(r);
-    free(r);
-    return resp;
+    return ok(&w);
 }
 
 static void report_json(jw *w, const char *key, const zf_stop_report *r)
@@ -395,10 +399,7 @@ static char *status(zfd_daemon *d, entry *e)
     jw_end_arr(&w);
     jw_end_obj(&w);
     zf_instance_stats_free(s);
-    char *r = jw_steal(&w);
-    char *resp = zf_response_ok(r);
-    free(r);
-    return resp;
+    return ok(&w);
 }
 
 /* ---- lifecycle ---- */
@@ -471,10 +472,7 @@ static char *destroy(zfd_daemon *d, entry *e)
     jw_str(&w, "state", "DESTROYED");
     report_json(&w, "report", &r);
     jw_end_obj(&w);
-    char *res = jw_steal(&w);
-    char *resp = zf_response_ok(res);
-    free(res);
-    return resp;
+    return ok(&w);
 }
 
 void zfd_destroy_all(zfd_daemon *d)
@@ -514,10 +512,7 @@ static char *workers(zfd_daemon *d)
     jw_end_obj(&w);
     jw_end_arr(&w);
     jw_end_obj(&w);
-    char *r = jw_steal(&w);
-    char *resp = zf_response_ok(r);
-    free(r);
-    return resp;
+    return ok(&w);
 }
 
 char *zfd_handle(void *arg, const zf_request *req, const zf_peer *peer)

@@ -509,45 +509,24 @@ bool zfi_link_want_room(zf_link *l)
     return r;
 }
 
-void zfi_link_set_breaker(zf_link *l, bool open)
+/* Drop queued capsules (all of them, or down to capacity), unreferenced
+ * outside the lock; wake a parked producer. Returns how many. */
+static size_t drop_queued(zf_link *l, bool all, bool set_breaker, bool open)
 {
+    size_t total = 0, nd;
     zf_data *drop[64];
-    size_t nd;
     bool wake = false;
     do {
         nd = 0;
         pthread_mutex_lock(&l->mu);
-        l->breaker = open;
-        while (open && l->count > l->capacity && nd < ZFI_ARRAY_LEN(drop)) {
+        if (set_breaker)
+            l->breaker = open;
+        uint32_t keep = all ? 0 : l->capacity;
+        while ((all || open) && l->count > keep && nd < ZFI_ARRAY_LEN(drop)) {
             drop[nd++] = ring_take(l);
             l->dropped++;
         }
-        if (open && l->room_wanted) {
-            l->room_wanted = false;
-            wake = true;
-        }
-        pthread_mutex_unlock(&l->mu);
-        for (size_t i = 0; i < nd; i++)
-            zf_data_unref(drop[i]);
-    } while (nd == ZFI_ARRAY_LEN(drop));
-    if (wake || open)
-        after_pop(l, wake);
-}
-
-size_t zfi_link_flush(zf_link *l)
-{
-    size_t total = 0;
-    zf_data *drop[64];
-    size_t nd;
-    bool wake = false;
-    do {
-        nd = 0;
-        pthread_mutex_lock(&l->mu);
-        while (l->count && nd < ZFI_ARRAY_LEN(drop)) {
-            drop[nd++] = ring_take(l);
-            l->dropped++;
-        }
-        if (l->room_wanted) {
+        if ((all || open) && l->room_wanted) {
             l->room_wanted = false;
             wake = true;
         }
@@ -556,8 +535,19 @@ size_t zfi_link_flush(zf_link *l)
             zf_data_unref(drop[i]);
         total += nd;
     } while (nd == ZFI_ARRAY_LEN(drop));
-    after_pop(l, wake);
+    if (wake || open || all)
+        after_pop(l, wake);
     return total;
+}
+
+void zfi_link_set_breaker(zf_link *l, bool open)
+{
+    drop_queued(l, false, true, open);
+}
+
+size_t zfi_link_flush(zf_link *l)
+{
+    return drop_queued(l, true, false, false);
 }
 
 void zfi_link_add_blocked(zf_link *l, uint64_t ns)

@@ -36,30 +36,38 @@ static bool split_number(const char *s, double *num, const char **unit)
     return true;
 }
 
+typedef struct unit {
+    const char *name;
+    double scale;
+} unit;
+
+/* "<number><unit>" with a unit from the table: the number times its scale. */
+static bool scaled(const char *s, const unit *units, size_t n, double *out)
+{
+    double v;
+    const char *u;
+    if (!s || !split_number(s, &v, &u))
+        return false;
+    size_t ul = strlen(u);
+    while (ul && isspace((unsigned char)u[ul - 1]))
+        ul--;
+    for (size_t i = 0; i < n; i++)
+        if (strlen(units[i].name) == ul && strncmp(u, units[i].name, ul) == 0) {
+            *out = v * units[i].scale;
+            return true;
+        }
+    return false;
+}
+
 zf_err zf_parse_duration(const char *s, int64_t *out_ns)
 {
-    static const struct {
-        const char *unit;
-        double ns;
-    } units[] = {{"ns", 1},  {"us", 1e3}, {"µs", 1e3},   {"ms", 1e6},
-                 {"s", 1e9}, {"m", 60e9}, {"min", 60e9}, {"h", 3600e9}};
-    double v;
-    const char *unit;
-    if (!s || !split_number(s, &v, &unit))
-        goto bad;
-    size_t ul = strlen(unit);
-    while (ul && isspace((unsigned char)unit[ul - 1]))
-        ul--;
-    for (size_t i = 0; i < ZFI_ARRAY_LEN(units); i++) {
-        if (strlen(units[i].unit) == ul && strncmp(unit, units[i].unit, ul) == 0) {
-            double ns = v * units[i].ns;
-            if (ns > 9.2e18)
-                goto bad;
-            *out_ns = (int64_t)llround(ns);
-            return ZF_OK;
-        }
+    static const unit units[] = {{"ns", 1},  {"us", 1e3}, {"µs", 1e3},   {"ms", 1e6},
+                                 {"s", 1e9}, {"m", 60e9}, {"min", 60e9}, {"h", 3600e9}};
+    double ns;
+    if (scaled(s, units, ZFI_ARRAY_LEN(units), &ns) && ns <= 9.2e18) {
+        *out_ns = (int64_t)llround(ns);
+        return ZF_OK;
     }
-bad:
     return zfi_error(ZF_EINVAL,
                      "'%s' is not a duration: expected a non-negative number with a unit "
                      "(ns, us, ms, s, m, h), e.g. \"16ms\" or \"1.5s\"",
@@ -68,40 +76,25 @@ bad:
 
 zf_err zf_parse_size(const char *s, uint64_t *out_bytes)
 {
-    static const struct {
-        const char *unit;
-        double mult;
-    } units[] = {{"", 1},
-                 {"B", 1},
-                 {"KiB", 1024.0},
-                 {"MiB", 1048576.0},
-                 {"GiB", 1073741824.0},
-                 {"TiB", 1099511627776.0},
-                 {"kB", 1e3},
-                 {"KB", 1e3},
-                 {"MB", 1e6},
-                 {"GB", 1e9},
-                 {"TB", 1e12},
-                 {"K", 1024.0},
-                 {"M", 1048576.0},
-                 {"G", 1073741824.0}};
-    double v;
-    const char *unit;
-    if (!s || !split_number(s, &v, &unit))
-        goto bad;
-    size_t ul = strlen(unit);
-    while (ul && isspace((unsigned char)unit[ul - 1]))
-        ul--;
-    for (size_t i = 0; i < ZFI_ARRAY_LEN(units); i++) {
-        if (strlen(units[i].unit) == ul && strncmp(unit, units[i].unit, ul) == 0) {
-            double b = v * units[i].mult;
-            if (b > 1.8e19 || b != floor(b))
-                goto bad;
-            *out_bytes = (uint64_t)b;
-            return ZF_OK;
-        }
+    static const unit units[] = {{"", 1},
+                                 {"B", 1},
+                                 {"KiB", 1024.0},
+                                 {"MiB", 1048576.0},
+                                 {"GiB", 1073741824.0},
+                                 {"TiB", 1099511627776.0},
+                                 {"kB", 1e3},
+                                 {"KB", 1e3},
+                                 {"MB", 1e6},
+                                 {"GB", 1e9},
+                                 {"TB", 1e12},
+                                 {"K", 1024.0},
+                                 {"M", 1048576.0},
+                                 {"G", 1073741824.0}};
+    double b;
+    if (scaled(s, units, ZFI_ARRAY_LEN(units), &b) && b <= 1.8e19 && b == floor(b)) {
+        *out_bytes = (uint64_t)b;
+        return ZF_OK;
     }
-bad:
     return zfi_error(ZF_EINVAL,
                      "'%s' is not a size: expected a non-negative whole number of bytes with an "
                      "optional unit (B, KiB, MiB, GiB, kB, MB, GB), e.g. \"512MiB\"",

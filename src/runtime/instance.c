@@ -227,8 +227,6 @@ static zf_err topo_sort(zf_instance *inst)
 /* Run init for every node, in topological order. */
 static zf_err init_nodes(zf_instance *inst, zf_diag *diag)
 {
-    zfi_ctx *ctx = zfi_ctx_get();
-    zfi_ctx saved = *ctx;
     zf_err err = ZF_OK;
     for (size_t k = 0; k < inst->n_nodes && err == ZF_OK; k++) {
         zf_node *n = inst->nodes[inst->topo[k]];
@@ -236,12 +234,10 @@ static zf_err init_nodes(zf_instance *inst, zf_diag *diag)
             n->initialized = true;
             continue;
         }
-        ctx->pool = inst->pool;
-        ctx->acct = inst->acct;
-        ctx->node = n;
-        ctx->held = &n->held;
         n->error_msg[0] = '\0';
+        zfi_ctx saved = zfi_node_enter(n);
         zf_err e = n->decl->init(n, &n->state);
+        zfi_node_leave(saved);
         if (e == ZF_OK) {
             n->initialized = true;
             continue;
@@ -254,7 +250,6 @@ static zf_err init_nodes(zf_instance *inst, zf_diag *diag)
         err = zfi_diag_add(diag, ZF_ENODE, n->desc->file, n->desc->line, n->desc->col, "library",
                            "node '%s': init failed: %s", n->desc->id, why);
     }
-    *ctx = saved;
     return err;
 }
 
@@ -262,14 +257,9 @@ static void fini_node(zf_node *n)
 {
     if (!n->initialized || !n->decl->fini)
         return;
-    zfi_ctx *ctx = zfi_ctx_get();
-    zfi_ctx saved = *ctx;
-    ctx->pool = n->inst->pool;
-    ctx->acct = n->inst->acct;
-    ctx->node = n;
-    ctx->held = &n->held;
+    zfi_ctx saved = zfi_node_enter(n);
     n->decl->fini(n->state);
-    *ctx = saved;
+    zfi_node_leave(saved);
     n->initialized = false;
 }
 

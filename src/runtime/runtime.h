@@ -56,7 +56,7 @@ struct zf_node {
     atomic_int ticks;   /* periodic sources: a produce is due */
     atomic_bool parked; /* an output link is over capacity */
     uint64_t parked_since;
-    zf_link *parked_on; /* the full link that parked it (for blocked time) */
+    zf_link *parked_on;          /* the full link that parked it (for blocked time) */
     uint64_t next_due_ns;        /* periodic sources: timer thread only */
     _Atomic uint64_t wake_at_ns; /* free-running source backing off; 0: none */
     uint64_t backoff_ns;         /* its current backoff (worker only) */
@@ -154,6 +154,25 @@ struct zf_runtime {
     pthread_cond_t timer_cv;
     bool timer_stop;
 };
+
+/* Run node code on this thread: capsules it allocates come from its pool,
+ * pinned ones count in its instance, references it takes count as its own.
+ * Returns the previous context for zfi_node_leave. */
+static inline zfi_ctx zfi_node_enter(zf_node *n)
+{
+    zfi_ctx *ctx = zfi_ctx_get();
+    zfi_ctx saved = *ctx;
+    ctx->pool = n->inst->pool;
+    ctx->acct = n->inst->acct;
+    ctx->node = n;
+    ctx->held = &n->held;
+    return saved;
+}
+
+static inline void zfi_node_leave(zfi_ctx saved)
+{
+    *zfi_ctx_get() = saved;
+}
 
 /* Mark a node runnable (any thread). */
 void zfi_node_notify(zf_node *n);

@@ -217,12 +217,7 @@ enum step_result { STEP_OK, STEP_ABANDONED };
  * node was abandoned while inside it: the worker must touch nothing else. */
 static enum step_result call(zf_node *n, unsigned port, zf_data **d)
 {
-    zfi_ctx *ctx = zfi_ctx_get();
-    zfi_ctx saved = *ctx;
-    ctx->pool = n->inst->pool;
-    ctx->acct = n->inst->acct;
-    ctx->node = n;
-    ctx->held = &n->held;
+    zfi_ctx saved = zfi_node_enter(n);
     tls_node = n;
     n->error_msg[0] = '\0';
     n->cb_capsule = d ? *d : NULL;
@@ -236,7 +231,7 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d)
     if (!atomic_compare_exchange_strong(&n->cb_word, &w, 0)) {
         if (w & ZFI_CB_ABANDONED) {
             tls_node = NULL;
-            *ctx = saved;
+            zfi_node_leave(saved);
             return STEP_ABANDONED;
         }
         was_hung = true; /* the watchdog replaced this worker meanwhile */
@@ -244,7 +239,7 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d)
     }
     uint64_t t1 = zf_clock_ns();
     tls_node = NULL;
-    *ctx = saved;
+    zfi_node_leave(saved);
     atomic_fetch_add_explicit(&n->callbacks, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&n->busy_ns, t1 - t0, memory_order_relaxed);
     atomic_store_explicit(&n->last_progress_ns, t1, memory_order_relaxed);

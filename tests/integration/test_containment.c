@@ -7,15 +7,9 @@
 
 #include <string.h>
 
-#if defined(ZF_SANITIZE_THREAD)
-#define FRAME_BYTES (1u << 20)
-#elif defined(ZF_SANITIZE_ADDRESS)
-#define FRAME_BYTES (2u << 20)
-#else
-#define FRAME_BYTES (10u << 20)
-#endif
-#define FPS      60.0
-#define CAPACITY 50
+#define FRAME_BYTES ZT_FRAME_BYTES
+#define FPS         60.0
+#define CAPACITY    50
 
 static zf_runtime *rt;
 

@@ -391,11 +391,8 @@ ZT_CASE(hostile_clients_never_crash_or_wedge_the_daemon)
     /* The daemon is alive and logged what it refused. */
     ZT_EQ(kill(daemon_pid, 0), 0);
     ZT_EQ(stop_daemon(), 0);
-    FILE *f = fopen(log_path, "r");
-    char logbuf[65536] = {0};
-    size_t n = fread(logbuf, 1, sizeof logbuf - 1, f);
-    fclose(f);
-    logbuf[n] = 0;
+    char logbuf[65536];
+    zt_read_file(log_path, logbuf, sizeof logbuf);
     ZT_CONTAINS(logbuf, "malformed request from pid");
     ZT_CONTAINS(logbuf, "truncated frame");
 }
@@ -529,11 +526,8 @@ ZT_CASE(sigterm_destroys_every_instance_gracefully)
     }
     zt_sleep_ms(500);
     ZT_EQ(stop_daemon(), 0);
-    FILE *f = fopen(log_path, "r");
-    char logbuf[65536] = {0};
-    size_t n = fread(logbuf, 1, sizeof logbuf - 1, f);
-    fclose(f);
-    logbuf[n] = 0;
+    char logbuf[65536];
+    zt_read_file(log_path, logbuf, sizeof logbuf);
     ZT_CONTAINS(logbuf, "SIGTERM: destroying 3 instance(s)");
     for (int i = 0; i < 3; i++) {
         char want[128];

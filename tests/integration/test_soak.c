@@ -7,13 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(ZF_SANITIZE_THREAD)
-#define FRAME_BYTES (1u << 20)
-#elif defined(ZF_SANITIZE_ADDRESS)
-#define FRAME_BYTES (2u << 20)
-#else
-#define FRAME_BYTES (10u << 20)
-#endif
+#define FRAME_BYTES ZT_FRAME_BYTES
 
 ZT_CASE(hangs_every_few_seconds_memory_stays_flat)
 {

@@ -172,11 +172,8 @@ ZT_CASE(sigterm_stops_gracefully)
     close(fds[1]);
     zt_sleep_ms(1500);
     kill(pid, SIGTERM);
-    char buf[16384] = {0};
-    size_t n = 0;
-    ssize_t r;
-    while (n < sizeof buf - 1 && (r = read(fds[0], buf + n, sizeof buf - 1 - n)) > 0)
-        n += (size_t)r;
+    char buf[16384];
+    zt_read_all(fds[0], buf, sizeof buf);
     close(fds[0]);
     int status = 0;
     waitpid(pid, &status, 0);

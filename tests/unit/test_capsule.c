@@ -1,5 +1,6 @@
 /* Capsules: references, pinning, static memory, copy on write, metadata. */
 #include "harness.h"
+#include "testutil.h"
 
 #include "core/capsule.h"
 
@@ -227,11 +228,8 @@ ZT_CASE(use_after_unref_aborts_clearly)
         _exit(0);
     }
     close(fds[1]);
-    char buf[1024] = {0};
-    size_t n = 0;
-    ssize_t r;
-    while (n < sizeof buf - 1 && (r = read(fds[0], buf + n, sizeof buf - 1 - n)) > 0)
-        n += (size_t)r;
+    char buf[1024];
+    zt_read_all(fds[0], buf, sizeof buf);
     close(fds[0]);
     int status = 0;
     waitpid(pid, &status, 0);
