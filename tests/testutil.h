@@ -19,6 +19,14 @@
 #define ZT_FRAME_BYTES (10u << 20)
 #endif
 
+/* Whether a process's RSS tells anything: not under ThreadSanitizer, whose
+ * shadow memory and allocator grow on their own. */
+#if defined(ZF_SANITIZE_THREAD)
+#define ZT_RSS_MEANINGFUL 0
+#else
+#define ZT_RSS_MEANINGFUL 1
+#endif
+
 /* The build and source folders (ZF_BINARY_DIR / ZF_SOURCE_DIR). */
 const char *zt_build_dir(void);
 const char *zt_source_dir(void);

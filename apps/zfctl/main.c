@@ -1,6 +1,7 @@
 /* zfctl: run, validate and draw dataflows. */
 #include "zfctl.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -23,7 +24,7 @@ static const struct {
 
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: zfctl COMMAND [options]\n\ncommands:\n");
+    fprintf(out, "usage: zfctl [--socket PATH] COMMAND [options]\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
     fprintf(out, "\n'zfctl COMMAND --help' describes a command.\n"
@@ -33,6 +34,13 @@ static void usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+    /* A global --socket before the command is the daemon commands' option. */
+    while (argc >= 3 && !strcmp(argv[1], "--socket")) {
+        setenv("ZF_SOCKET", argv[2], 1);
+        argv[2] = argv[0];
+        argv += 2;
+        argc -= 2;
+    }
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

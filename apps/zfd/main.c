@@ -214,14 +214,19 @@ int main(int argc, char **argv)
     if (zf_runtime_create(&ro, &d.rt) != ZF_OK)
         die("%s", zf_last_error());
     d.started_ns = zf_clock_ns();
-    zf_server_options so = {.path = o.socket};
+    char sock[512];
+    if (o.socket)
+        snprintf(sock, sizeof sock, "%s", o.socket);
+    else
+        zf_control_default_socket(sock, sizeof sock);
+    d.socket = sock; /* before the server's threads can read it */
+    zf_server_options so = {.path = sock};
     zf_server *srv = NULL;
     if (zf_server_start(&so, zfd_handle, &d, &srv) != ZF_OK) {
         zfd_log(ZF_LOG_ERROR, "%s", zf_last_error());
         zf_runtime_destroy(d.rt);
         return 1;
     }
-    d.socket = zf_server_path(srv);
     zfd_log(ZF_LOG_INFO, "worker '%s' ready (pid %d, socket %s, %zu lib path%s)", d.name,
             (int)getpid(), d.socket, d.n_lib_paths, d.n_lib_paths == 1 ? "" : "s");
 
@@ -235,9 +240,9 @@ int main(int argc, char **argv)
         }
         break;
     }
+    zf_server_stop(srv); /* no request runs past this point */
     zfd_log(ZF_LOG_INFO, "%s: destroying %zu instance(s), then exiting",
             sig == SIGINT ? "SIGINT" : "SIGTERM", d.count);
-    zf_server_stop(srv);
     zfd_destroy_all(&d);
     zf_runtime_destroy(d.rt);
     for (size_t i = 0; i < d.n_lib_paths; i++)

@@ -153,7 +153,9 @@ void zf_data_unref(zf_data *d)
         return;
     zfi_data_check(d, "zf_data_unref");
     zfi_held(-1);
-    uint32_t before = atomic_fetch_sub_explicit(&d->refs, 1, memory_order_release);
+    /* acq_rel rather than release + an acquire fence on the last drop: the
+     * same instruction on x86, and ThreadSanitizer does not model fences. */
+    uint32_t before = atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel);
     if (ZFI_LIKELY(before > 1))
         return;
     if (before == 0)
@@ -161,7 +163,6 @@ void zf_data_unref(zf_data *d)
                   "zf_data_unref: capsule %p (len %llu) released more times than "
                   "it was referenced",
                   (void *)d, (unsigned long long)d->len);
-    atomic_thread_fence(memory_order_acquire);
     atomic_store_explicit(&d->magic, ZFI_MAGIC_DEAD, memory_order_relaxed);
     release_payload(d);
 #ifdef ZF_DEBUG_POISON

@@ -79,7 +79,8 @@ ZT_CASE(hangs_every_few_seconds_memory_stays_flat)
            (double)rss_q1 / 1048576, (double)rss_q4 / 1048576, (double)hw_q1 / 1048576,
            (double)hw_end / 1048576);
     ZT_CHECK(det.degraded_count >= (uint64_t)seconds / 6); /* hangs were injected */
-    ZT_CHECK(rss_q4 <= rss_q1 + rss_q1 / 10);
+    if (ZT_RSS_MEANINGFUL)
+        ZT_CHECK(rss_q4 <= rss_q1 + rss_q1 / 10);
     ZT_CHECK(hw_end <= hw_q1 + hw_q1 / 10);
     ZT_EQ(r.bytes_leaked, 0);
     ZT_EQ(r.nodes_abandoned, 0);

@@ -42,7 +42,7 @@ ZT_CASE(help_and_usage_errors)
     paths();
     char *out;
     ZT_EQ(zf(&out, 10, "--help", NULL), 0);
-    ZT_CONTAINS(out, "usage: zfctl COMMAND");
+    ZT_CONTAINS(out, "usage: zfctl [--socket PATH] COMMAND");
     free(out);
     ZT_EQ(zf(&out, 10, "run", "--help", NULL), 0);
     ZT_CONTAINS(out, "--duration");
