@@ -49,12 +49,17 @@ typedef struct msg {
     octets data;
 } msg;
 
+/* clang-format off: one instruction per line */
 static const uint32_t msg_ops[] = {
-    DDS_OP_ADR | DDS_OP_TYPE_8BY, offsetof(msg, stamp),
-    DDS_OP_ADR | DDS_OP_TYPE_8BY, offsetof(msg, flags),
-    DDS_OP_ADR | DDS_OP_TYPE_SEQ | DDS_OP_SUBTYPE_1BY, offsetof(msg, data),
+    DDS_OP_ADR | DDS_OP_TYPE_8BY,
+    offsetof(msg, stamp),
+    DDS_OP_ADR | DDS_OP_TYPE_8BY,
+    offsetof(msg, flags),
+    DDS_OP_ADR | DDS_OP_TYPE_SEQ | DDS_OP_SUBTYPE_1BY,
+    offsetof(msg, data),
     DDS_OP_RTS,
 };
+/* clang-format on */
 
 static const dds_topic_descriptor_t msg_desc = {
     .m_size = sizeof(msg),
@@ -77,14 +82,21 @@ typedef struct ctl {
     double lat[];
 } ctl;
 
+/* Loopback, unicast; large datagrams and fragments (a 100 MiB sample is
+ * ~1700 datagrams, not 78000), socket buffers up to 8 MB, prompt
+ * NACKs and heartbeats, and a writer history cache allowed to hold 64 MB
+ * unacknowledged (Cyclone's default of 500 kB stalls large samples). */
 static const char loopback_config[] =
     "<CycloneDDS><Domain Id=\"any\">"
     "<General><Interfaces><NetworkInterface name=\"lo\"/></Interfaces>"
     "<AllowMulticast>false</AllowMulticast>"
-    "<MaxMessageSize>65000B</MaxMessageSize></General>"
+    "<MaxMessageSize>65000B</MaxMessageSize><FragmentSize>60000B</FragmentSize></General>"
     "<Discovery><ParticipantIndex>auto</ParticipantIndex>"
     "<MaxAutoParticipantIndex>20</MaxAutoParticipantIndex>"
     "<Peers><Peer Address=\"127.0.0.1\"/></Peers></Discovery>"
+    "<Internal><SocketReceiveBufferSize max=\"8MB\"/><SocketSendBufferSize max=\"8MB\"/>"
+    "<NackDelay>1ms</NackDelay><HeartbeatInterval min=\"1ms\">10ms</HeartbeatInterval>"
+    "<Watermarks><WhcHigh>64MB</WhcHigh></Watermarks></Internal>"
     "</Domain></CycloneDDS>";
 
 static size_t history_depth(size_t size)
@@ -206,8 +218,9 @@ typedef struct writer {
 
 static int send_one(writer *w, size_t size, uint64_t flags)
 {
-    msg m = {.flags = flags,
-             .data = {._maximum = (uint32_t)size, ._length = (uint32_t)size, ._buffer = w->payload}};
+    msg m = {
+        .flags = flags,
+        .data = {._maximum = (uint32_t)size, ._length = (uint32_t)size, ._buffer = w->payload}};
     m.stamp = peer_clock_ns();
     dds_return_t r = dds_write(w->wr, &m);
     if (r != DDS_RETCODE_OK) {
@@ -231,6 +244,17 @@ static int end_phase(writer *w, size_t size)
         peer_cpu_relax();
     }
     return atomic_load(&w->c->failed) ? -1 : 0;
+}
+
+struct send_arg {
+    writer *w;
+    size_t size;
+};
+
+static int send_lat(void *arg)
+{
+    struct send_arg *a = arg;
+    return send_one(a->w, a->size, 0);
 }
 
 static int run_size(const peer_opts *o, writer *w, dds_entity_t pp, size_t i, peer_result *r)
@@ -258,26 +282,14 @@ static int run_size(const peer_opts *o, writer *w, dds_entity_t pp, size_t i, pe
     }
 
     /* Latency: one in flight; warm-up samples dropped. */
-    size_t n = peer_samples_for(o, size), warm = peer_warmup_for(n), sent = 0;
-    uint64_t t_end = peer_clock_ns() + (uint64_t)(o->max_lat_s * 1e9);
+    struct send_arg a = {w, size};
+    size_t warm = 0;
     atomic_store(&c->received, 0);
-    for (; sent < n + warm; sent++) {
-        if (send_one(w, size, 0) != 0)
-            goto out;
-        while (atomic_load_explicit(&c->received, memory_order_acquire) < sent + 1) {
-            if (atomic_load(&c->failed))
-                goto out;
-            peer_cpu_relax();
-        }
-        if (sent > warm && peer_clock_ns() > t_end) {
-            sent++;
-            break;
-        }
-    }
-    if (end_phase(w, size) != 0)
+    long sent = peer_latency_phase(o, size, send_lat, &a, &c->received, &c->failed, &warm);
+    if (sent < 0 || end_phase(w, size) != 0)
         goto out;
-    if (sent > warm)
-        peer_percentiles(c->lat + warm, sent - warm, r);
+    if ((size_t)sent > warm)
+        peer_percentiles(c->lat + warm, (size_t)sent - warm, r);
 
     /* Throughput: free-running; the window starts after the warm-up. */
     atomic_store(&c->received, 0);

@@ -10,6 +10,8 @@
  * 256 MiB / (size + 64) / 3 buffers, clamped to [2, 256] (zf-bench's
  * link capacity), with no byte or time limit. fakesink: sync=false,
  * enable-last-sample=false (it would keep a reference to the last buffer).
+ * --queues 0..2 builds shorter pipelines (impl "gstreamer-qN") to take
+ * the cost of a buffer apart: allocation and push, then each queue.
  *
  * Latency: one buffer in flight. A probe on fakesrc's pad waits (on a
  * futex, as zflow's bench source does) until the previous buffer reached
@@ -95,7 +97,7 @@ static GstElement *make(GstElement *pipe, const char *factory, const char *name)
     return e;
 }
 
-static GstElement *build(size_t size, gst_ctx *c)
+static GstElement *build(size_t size, int queues, gst_ctx *c)
 {
     GstElement *pipe = gst_pipeline_new("zfpeer");
     GstElement *src = make(pipe, "fakesrc", "src");
@@ -107,7 +109,7 @@ static GstElement *build(size_t size, gst_ctx *c)
     gst_util_set_object_arg(G_OBJECT(src), "data", "allocate");
     GstElement *prev = src;
     guint cap = (guint)peer_queue_cap(size, 256u << 20, 3);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < queues; i++) {
         char name[16];
         snprintf(name, sizeof name, "q%d", i);
         GstElement *q = make(pipe, "queue", name);
@@ -163,35 +165,43 @@ static void sleep_ns(uint64_t ns)
 
 static int run_size(const peer_opts *o, size_t size, peer_result *r)
 {
-    /* Latency: lockstep; warm-up samples dropped. */
-    size_t n = peer_samples_for(o, size), warm = peer_warmup_for(n);
+    /* Latency: lockstep; warm-up samples dropped (peer_latency_phase's rule). */
+    size_t n = peer_samples_for(o, size), warm_n = peer_warmup_for(n), warm = 0;
     gst_ctx *c = calloc(1, sizeof *c);
     c->lockstep = true;
-    c->max_lat = n + warm;
+    c->max_lat = n + warm_n;
     c->lat = calloc(c->max_lat, sizeof *c->lat);
-    GstElement *pipe = build(size, c);
+    GstElement *pipe = build(size, o->queues, c);
     if (!pipe || gst_element_set_state(pipe, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE)
         return -1;
-    uint64_t t_end = peer_clock_ns() + (uint64_t)(o->max_lat_s * 1e9);
+    uint64_t tl0 = peer_clock_ns(), cap = (uint64_t)(o->max_lat_s * 1e9);
     for (;;) {
-        uint64_t got = atomic_load(&c->received);
-        if (got >= n + warm || (got > warm && peer_clock_ns() > t_end) || bus_error(pipe))
+        uint64_t got = atomic_load(&c->received), now = peer_clock_ns();
+        if (!warm) {
+            if (got >= warm_n)
+                warm = warm_n; /* the samples after it are recorded already */
+            else if (got >= 2 && now >= tl0 + cap / 10)
+                warm = got;
+        } else if (got - warm >= n || now >= tl0 + cap) {
             break;
-        sleep_ns(1000000);
+        }
+        if (bus_error(pipe))
+            break;
+        sleep_ns(200000);
     }
     atomic_store(&c->stop, 1);
     gst_element_set_state(pipe, GST_STATE_NULL);
     gst_object_unref(pipe);
     uint64_t got = atomic_load(&c->received);
     got = got > c->max_lat ? c->max_lat : got;
-    if (got > warm)
+    if (warm && got > warm)
         peer_percentiles(c->lat + warm, got - warm, r);
     free(c->lat);
     free(c);
 
     /* Throughput: free-running; the window starts after the warm-up. */
     c = calloc(1, sizeof *c);
-    pipe = build(size, c);
+    pipe = build(size, o->queues, c);
     if (!pipe || gst_element_set_state(pipe, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE)
         return -1;
     sleep_ns((uint64_t)(o->warm_s * 1e9));
@@ -230,7 +240,8 @@ int main(int argc, char **argv)
         peer_result *r = &res[n];
         memset(r, 0, sizeof *r);
         r->bench = "pipeline";
-        r->impl = "gstreamer";
+        static const char *impls[] = {"gstreamer-q0", "gstreamer-q1", "gstreamer-q2"};
+        r->impl = o.queues < 3 ? impls[o.queues] : "gstreamer";
         r->size = o.sizes[i];
         if (o.sizes[i] > INT_MAX) {
             fprintf(stderr, "zfpeer-gst: fakesrc's sizemax cannot be %zu bytes\n", o.sizes[i]);

@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FLAG_END 1u
+#define FLAG_END  1u
 #define PUB_LOANS 8u /* iceoryx 2.0: chunks a publisher may hold at once */
 
 typedef struct msg_hdr {
@@ -276,6 +276,17 @@ static int end_phase(pubctx *x, size_t size)
     return atomic_load(&x->c->failed) ? -1 : 0;
 }
 
+struct send_arg {
+    pubctx *x;
+    size_t size;
+};
+
+static int send_lat(void *arg)
+{
+    struct send_arg *a = arg;
+    return publish(a->x, a->size, 0);
+}
+
 static int run_size(const peer_opts *o, pubctx *x, size_t i, peer_result *r)
 {
     size_t size = o->sizes[i];
@@ -300,23 +311,14 @@ static int run_size(const peer_opts *o, pubctx *x, size_t i, peer_result *r)
     }
 
     /* Latency: one in flight; warm-up samples dropped. */
-    size_t n = peer_samples_for(o, size), warm = peer_warmup_for(n), sent = 0;
-    uint64_t t_end = peer_clock_ns() + (uint64_t)(o->max_lat_s * 1e9);
+    struct send_arg a = {x, size};
+    size_t warm = 0;
     atomic_store(&c->received, 0);
-    for (; sent < n + warm; sent++) {
-        if (publish(x, size, 0) != 0)
-            goto out;
-        while (atomic_load_explicit(&c->received, memory_order_acquire) < sent + 1)
-            peer_cpu_relax();
-        if (sent > warm && peer_clock_ns() > t_end) {
-            sent++;
-            break;
-        }
-    }
-    if (end_phase(x, size) != 0)
+    long sent = peer_latency_phase(o, size, send_lat, &a, &c->received, &c->failed, &warm);
+    if (sent < 0 || end_phase(x, size) != 0)
         goto out;
-    if (sent > warm)
-        peer_percentiles(c->lat + warm, sent - warm, r);
+    if ((size_t)sent > warm)
+        peer_percentiles(c->lat + warm, (size_t)sent - warm, r);
 
     /* Throughput: free-running; the window starts after the warm-up. */
     atomic_store(&c->received, 0);

@@ -21,6 +21,8 @@ static const char common_usage[] =
     "MiB)\n"
     "  --max-latency-seconds S  stop a latency phase after S seconds (default 20)\n"
     "  --warmup S      free-running warm-up before the throughput window (default 0.2)\n"
+    "  --queues N      zfpeer-gst: queues in the pipeline (default 3; 0-2 to take its costs "
+    "apart)\n"
     "  -h, --help      this help\n";
 
 int peer_parse_size(const char *s, size_t *out)
@@ -28,9 +30,9 @@ int peer_parse_size(const char *s, size_t *out)
     static const struct {
         const char *unit;
         double mult;
-    } units[] = {{"", 1},          {"B", 1},        {"KiB", 1024.0}, {"MiB", 1048576.0},
-                 {"GiB", 1 << 30}, {"kB", 1e3},     {"KB", 1e3},     {"MB", 1e6},
-                 {"GB", 1e9},      {"K", 1024.0},   {"M", 1048576.0}, {"G", 1 << 30}};
+    } units[] = {{"", 1},          {"B", 1},      {"KiB", 1024.0},  {"MiB", 1048576.0},
+                 {"GiB", 1 << 30}, {"kB", 1e3},   {"KB", 1e3},      {"MB", 1e6},
+                 {"GB", 1e9},      {"K", 1024.0}, {"M", 1048576.0}, {"G", 1 << 30}};
     char *end = NULL;
     errno = 0;
     double v = strtod(s, &end);
@@ -74,6 +76,7 @@ int peer_parse_args(int argc, char **argv, const char *usage, peer_opts *o, bool
                      .samples = 20000,
                      .max_lat_s = 20.0,
                      .warm_s = 0.2,
+                     .queues = 3,
                      .sizes = {64, 4096, 1u << 20, 10u << 20, 100u << 20},
                      .n_sizes = 5};
     *done = false;
@@ -95,6 +98,8 @@ int peer_parse_args(int argc, char **argv, const char *usage, peer_opts *o, bool
             o->samples = (size_t)atol(argv[++i]);
         } else if (!strcmp(a, "--max-latency-seconds") && more) {
             o->max_lat_s = atof(argv[++i]);
+        } else if (!strcmp(a, "--queues") && more) {
+            o->queues = atoi(argv[++i]);
         } else if (!strcmp(a, "--warmup") && more) {
             o->warm_s = atof(argv[++i]);
         } else if (a[0] != '-' && !o->which) {
@@ -104,8 +109,9 @@ int peer_parse_args(int argc, char **argv, const char *usage, peer_opts *o, bool
             goto bad;
         }
     }
-    if (o->seconds <= 0 || o->warm_s < 0 || o->max_lat_s <= 0) {
-        fprintf(stderr, "--seconds and --max-latency-seconds must be > 0, --warmup >= 0\n");
+    if (o->seconds <= 0 || o->warm_s < 0 || o->max_lat_s <= 0 || o->queues < 0 || o->queues > 8) {
+        fprintf(stderr, "--seconds and --max-latency-seconds must be > 0, --warmup >= 0, "
+                        "--queues 0 to 8\n");
         goto bad;
     }
     return 0;
@@ -173,6 +179,37 @@ size_t peer_queue_cap(size_t size, size_t budget, size_t links)
 {
     size_t cap = budget / (size + 64) / (links ? links : 1);
     return cap < 2 ? 2 : cap > 256 ? 256 : cap;
+}
+
+long peer_latency_phase(const peer_opts *o, size_t size, peer_send_fn send, void *arg,
+                        const atomic_uint_fast64_t *received, const atomic_int *failed,
+                        size_t *warm)
+{
+    size_t n = peer_samples_for(o, size);
+    size_t warm_n = peer_warmup_for(n);
+    uint64_t t0 = peer_clock_ns(), cap = (uint64_t)(o->max_lat_s * 1e9);
+    uint64_t warm_end = t0 + cap / 10, t_end = t0 + cap;
+    size_t sent = 0;
+    *warm = 0;
+    for (;;) {
+        if (send(arg) != 0)
+            return -1;
+        sent++;
+        while (atomic_load_explicit(received, memory_order_acquire) < sent) {
+            if (failed && atomic_load(failed))
+                return -1;
+            peer_cpu_relax();
+        }
+        uint64_t now = peer_clock_ns();
+        if (!*warm) {
+            if (sent >= warm_n || (sent >= 2 && now >= warm_end))
+                *warm = sent;
+            continue;
+        }
+        if (sent - *warm >= n || now >= t_end)
+            break;
+    }
+    return (long)sent;
 }
 
 static int cmp_double(const void *a, const void *b)

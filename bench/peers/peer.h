@@ -10,6 +10,7 @@
 #ifndef ZF_PEER_H
 #define ZF_PEER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,11 +26,12 @@ typedef struct peer_opts {
     bool json;
     size_t sizes[PEER_MAX_SIZES];
     size_t n_sizes;
-    double seconds;       /* throughput phase per size */
-    size_t samples;       /* latency samples per size (scaled down for big sizes) */
-    double max_lat_s;     /* latency phase cap per size (the samples actually taken are printed) */
-    double warm_s;        /* throughput warm-up before the measured window */
-    const char *which;    /* positional argument, or NULL */
+    double seconds;    /* throughput phase per size */
+    size_t samples;    /* latency samples per size (scaled down for big sizes) */
+    double max_lat_s;  /* latency phase cap per size (the samples actually taken are printed) */
+    double warm_s;     /* throughput warm-up before the measured window */
+    int queues;        /* zfpeer-gst: queues between fakesrc and fakesink (default 3) */
+    const char *which; /* positional argument, or NULL */
 } peer_opts;
 
 typedef struct peer_result {
@@ -48,10 +50,10 @@ typedef struct peer_result {
 int peer_parse_args(int argc, char **argv, const char *usage, peer_opts *o, bool *done);
 int peer_parse_size(const char *s, size_t *out);
 
-uint64_t peer_clock_ns(void);          /* CLOCK_MONOTONIC, ns */
-double peer_cpu_ns(void);              /* this process: user + system, all threads */
-double peer_cpu_ns_of(pid_t pid);      /* another process (its CPU clock), 0 if unknown */
-void peer_pin(int cpu);                /* calling thread to cpu modulo the CPUs online */
+uint64_t peer_clock_ns(void);     /* CLOCK_MONOTONIC, ns */
+double peer_cpu_ns(void);         /* this process: user + system, all threads */
+double peer_cpu_ns_of(pid_t pid); /* another process (its CPU clock), 0 if unknown */
+void peer_pin(int cpu);           /* calling thread to cpu modulo the CPUs online */
 size_t peer_samples_for(const peer_opts *o, size_t size);
 size_t peer_warmup_for(size_t samples); /* n/10 + 10, as zf-bench */
 /* Queue depth for a free-running phase: `budget` bytes over `links`
@@ -60,6 +62,18 @@ size_t peer_queue_cap(size_t size, size_t budget, size_t links);
 void peer_percentiles(double *ns, size_t n, peer_result *r);
 void peer_print(FILE *out, const peer_result *r, size_t n, bool json);
 void peer_human_size(size_t s, char *buf, size_t n);
+
+/* The latency phase of a hop, one message in flight: send(arg) sends one
+ * message (stamping it just before), then the sender spins until
+ * *received counts it (or *failed is set). Warm-up: the first n/10 + 10
+ * messages, or those of the first tenth of --max-latency-seconds if that
+ * comes first (at least 2); the phase ends after `samples` measured ones
+ * or --max-latency-seconds. Returns the messages sent (-1 on failure) and
+ * sets *warm: samples [*warm, sent) are the measured ones. */
+typedef int (*peer_send_fn)(void *arg);
+long peer_latency_phase(const peer_opts *o, size_t size, peer_send_fn send, void *arg,
+                        const atomic_uint_fast64_t *received, const atomic_int *failed,
+                        size_t *warm);
 
 /* Memory shared with a forked child (anonymous, MAP_SHARED), zeroed. */
 void *peer_shared_alloc(size_t bytes);

@@ -175,28 +175,29 @@ static double cpu_now(const sender *s)
     return peer_cpu_ns() + (s->child ? peer_cpu_ns_of(s->child) : 0);
 }
 
+struct send_arg {
+    sender *s;
+    size_t size;
+};
+
+static int send_lat(void *arg)
+{
+    struct send_arg *a = arg;
+    return send_msg(a->s->fd, a->s->payload, a->size);
+}
+
 static int run_size(const peer_opts *o, sender *s, size_t size, peer_result *r)
 {
     ctl *c = s->c;
     /* Latency: one in flight; warm-up samples dropped. */
-    size_t n = peer_samples_for(o, size), warm = peer_warmup_for(n);
-    uint64_t t_end = peer_clock_ns() + (uint64_t)(o->max_lat_s * 1e9);
+    struct send_arg a = {s, size};
+    size_t warm = 0;
     atomic_store(&c->received, 0);
-    size_t sent = 0;
-    for (; sent < n + warm; sent++) {
-        if (send_msg(s->fd, s->payload, size) != 0)
-            return -1;
-        while (atomic_load_explicit(&c->received, memory_order_acquire) < sent + 1)
-            peer_cpu_relax();
-        if (sent > warm && peer_clock_ns() > t_end) {
-            sent++;
-            break;
-        }
-    }
-    if (end_phase(s->fd, c, ++s->phase) != 0)
+    long sent = peer_latency_phase(o, size, send_lat, &a, &c->received, &c->failed, &warm);
+    if (sent < 0 || end_phase(s->fd, c, ++s->phase) != 0)
         return -1;
-    if (sent > warm)
-        peer_percentiles(c->lat + warm, sent - warm, r);
+    if ((size_t)sent > warm)
+        peer_percentiles(c->lat + warm, (size_t)sent - warm, r);
 
     /* Throughput: free-running; the window starts after the warm-up. */
     atomic_store(&c->received, 0);
