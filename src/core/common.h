@@ -6,6 +6,7 @@
 #include "zflow/zflow.h"
 
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +32,18 @@ bool zfi_log_enabled(zf_log_level level);
  * logger is installed the message goes to stderr, the one place the library
  * writes by itself: the process is about to die. */
 _Noreturn void zfi_fatal(const char *scope, const char *fmt, ...) ZF_PRINTF(2, 3);
+
+/* CLOCK_MONOTONIC_COARSE in ns: a few ns to read, a few ms of resolution,
+ * the same time base as zf_clock_ns. For bookkeeping on hot paths. */
+uint64_t zfi_clock_coarse_ns(void);
+
+/* Add to a counter that one thread writes (others only read): no locked
+ * read-modify-write needed. */
+static inline void zfi_counter_add(atomic_uint_fast64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
+                          memory_order_relaxed);
+}
 
 /* Memory: NULL on failure (callers handle it). */
 void *zfi_calloc(size_t n, size_t size);

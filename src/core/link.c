@@ -1,6 +1,6 @@
 /* Links: bounded queues of capsule pointers.
  *
- * A ring under a short adaptive mutex (it spins briefly before sleeping),
+ * A ring under a short lock (core/lock.h: it spins briefly, then sleeps),
  * with the depth published atomically so a waiting consumer polls without
  * the lock. Waiting is spin-then-park: a consumer spins for up to
  * SPIN_NS, then sleeps on a futex (an eventcount: a sequence word plus a
@@ -13,6 +13,7 @@
 #include "core/link.h"
 
 #include "core/capsule.h"
+#include "core/lock.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -28,7 +29,7 @@
 #define SPIN_NS          50000u
 
 struct zf_link {
-    pthread_mutex_t mu;
+    zfi_lock mu;
     zf_data **ring;
     uint32_t ring_cap, head, count;
     uint32_t capacity;
@@ -136,11 +137,7 @@ zf_err zf_link_create(const zf_link_config *cfg, zf_link **out)
         free(l);
         return zfi_error(ZF_ENOMEM, "zf_link_create: out of memory for %u slots", cap);
     }
-    pthread_mutexattr_t a;
-    pthread_mutexattr_init(&a);
-    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ADAPTIVE_NP);
-    pthread_mutex_init(&l->mu, &a);
-    pthread_mutexattr_destroy(&a);
+    zfi_lock_init(&l->mu);
     *out = l;
     return ZF_OK;
 }
@@ -152,7 +149,6 @@ void zf_link_destroy(zf_link *l)
     for (uint32_t i = 0; i < l->count; i++)
         zf_data_unref(l->ring[(l->head + i) % l->ring_cap]);
     free(l->ring);
-    pthread_mutex_destroy(&l->mu);
     free(l);
 }
 
@@ -272,9 +268,9 @@ static zf_err push(zf_link *l, zf_data **d, enum push_mode mode, int64_t timeout
     for (;;) {
         zf_data *drops[MAX_DROPS + 1];
         size_t nd = 0;
-        pthread_mutex_lock(&l->mu);
+        zfi_lock_acquire(&l->mu);
         err = push_locked(l, d, mode, drops, &nd, park);
-        pthread_mutex_unlock(&l->mu);
+        zfi_lock_release(&l->mu);
         for (size_t i = 0; i < nd; i++)
             zf_data_unref(drops[i]);
         if (err == ZFI_RETRY)
@@ -290,9 +286,9 @@ static zf_err push(zf_link *l, zf_data **d, enum push_mode mode, int64_t timeout
         int64_t left = timeout_ns < 0 ? -1 : timeout_ns - (int64_t)(now - t0);
         if (timeout_ns >= 0 && left <= 0) {
             atomic_fetch_add(&l->blocked_ns, now - t0);
-            pthread_mutex_lock(&l->mu);
+            zfi_lock_acquire(&l->mu);
             l->dropped++;
-            pthread_mutex_unlock(&l->mu);
+            zfi_lock_release(&l->mu);
             zf_data_unref(*d);
             *d = NULL;
             return zfi_error(ZF_ETIMEDOUT, "link full for %lld ms; capsule dropped",
@@ -300,9 +296,9 @@ static zf_err push(zf_link *l, zf_data **d, enum push_mode mode, int64_t timeout
         }
         uint32_t seq = atomic_load(&l->room_seq);
         atomic_fetch_add(&l->room_waiters, 1);
-        pthread_mutex_lock(&l->mu);
+        zfi_lock_acquire(&l->mu);
         bool room = l->closed || !ring_full(l, (*d)->len);
-        pthread_mutex_unlock(&l->mu);
+        zfi_lock_release(&l->mu);
         if (!room)
             futex_wait(&l->room_seq, seq, left);
         atomic_fetch_sub(&l->room_waiters, 1);
@@ -367,7 +363,7 @@ size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, bool *eos)
 {
     size_t n = 0;
     bool wake = false;
-    pthread_mutex_lock(&l->mu);
+    zfi_lock_acquire(&l->mu);
     while (n < max && l->count) {
         out[n++] = ring_take(l);
         l->dequeued++;
@@ -377,7 +373,7 @@ size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, bool *eos)
         wake = true;
     }
     *eos = l->closed && l->count == 0;
-    pthread_mutex_unlock(&l->mu);
+    zfi_lock_release(&l->mu);
     if (n || wake)
         after_pop(l, wake);
     return n;
@@ -444,11 +440,11 @@ void zf_link_close(zf_link *l)
 {
     if (!l)
         return;
-    pthread_mutex_lock(&l->mu);
+    zfi_lock_acquire(&l->mu);
     bool was = l->closed;
     l->closed = true;
     atomic_store(&l->closed_pub, 1);
-    pthread_mutex_unlock(&l->mu);
+    zfi_lock_release(&l->mu);
     if (was)
         return;
     atomic_fetch_add(&l->data_seq, 1);
@@ -465,7 +461,7 @@ void zf_link_stats_get(const zf_link *cl, zf_link_stats *out)
     memset(out, 0, sizeof *out);
     if (!l)
         return;
-    pthread_mutex_lock(&l->mu);
+    zfi_lock_acquire(&l->mu);
     out->depth = l->count;
     out->bytes = l->bytes;
     out->high_water = l->high_water;
@@ -474,7 +470,7 @@ void zf_link_stats_get(const zf_link *cl, zf_link_stats *out)
     out->dropped = l->dropped;
     out->capacity = l->capacity;
     out->policy = l->policy;
-    pthread_mutex_unlock(&l->mu);
+    zfi_lock_release(&l->mu);
     out->blocked_ns = atomic_load(&l->blocked_ns);
 }
 
@@ -485,27 +481,27 @@ uint32_t zfi_link_depth(const zf_link *l)
 
 bool zfi_link_drained(zf_link *l)
 {
-    pthread_mutex_lock(&l->mu);
+    zfi_lock_acquire(&l->mu);
     bool r = l->closed && l->count == 0;
-    pthread_mutex_unlock(&l->mu);
+    zfi_lock_release(&l->mu);
     return r;
 }
 
 bool zfi_link_has_room(zf_link *l)
 {
-    pthread_mutex_lock(&l->mu);
+    zfi_lock_acquire(&l->mu);
     bool r = l->count < l->capacity || l->breaker || l->policy != ZF_POLICY_BLOCK;
-    pthread_mutex_unlock(&l->mu);
+    zfi_lock_release(&l->mu);
     return r;
 }
 
 bool zfi_link_want_room(zf_link *l)
 {
-    pthread_mutex_lock(&l->mu);
+    zfi_lock_acquire(&l->mu);
     bool r = l->count < l->capacity || l->breaker || l->closed;
     if (!r)
         l->room_wanted = true;
-    pthread_mutex_unlock(&l->mu);
+    zfi_lock_release(&l->mu);
     return r;
 }
 
@@ -518,7 +514,7 @@ static size_t drop_queued(zf_link *l, bool all, bool set_breaker, bool open)
     bool wake = false;
     do {
         nd = 0;
-        pthread_mutex_lock(&l->mu);
+        zfi_lock_acquire(&l->mu);
         if (set_breaker)
             l->breaker = open;
         uint32_t keep = all ? 0 : l->capacity;
@@ -530,7 +526,7 @@ static size_t drop_queued(zf_link *l, bool all, bool set_breaker, bool open)
             l->room_wanted = false;
             wake = true;
         }
-        pthread_mutex_unlock(&l->mu);
+        zfi_lock_release(&l->mu);
         for (size_t i = 0; i < nd; i++)
             zf_data_unref(drop[i]);
         total += nd;

@@ -68,6 +68,8 @@ struct zf_node {
      * names the callback, so a compare-and-swap acts on that one only. */
     _Atomic uint64_t cb_word;
     zf_data *cb_capsule;   /* the capsule the running on_input holds */
+    uint64_t last_start;   /* the previous callback's cb_word (worker only) */
+    uint32_t timing_tick;  /* every BUSY_SAMPLE-th callback is timed precisely */
     atomic_llong held;     /* references node code took and did not drop */
     atomic_int degraded;   /* ZFI_DEG_* bits */
     atomic_bool abandoned; /* left behind at stop: never freed */
