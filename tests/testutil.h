@@ -19,9 +19,9 @@
 #define ZT_FRAME_BYTES (10u << 20)
 #endif
 
-/* Whether a process's RSS tells anything: not under ThreadSanitizer, whose
- * shadow memory and allocator grow on their own. */
-#if defined(ZF_SANITIZE_THREAD)
+/* Whether a process's RSS tells anything: not under the sanitizers, whose
+ * shadow memory and allocators grow on their own (the normal build checks). */
+#if defined(ZF_SANITIZE_THREAD) || defined(ZF_SANITIZE_ADDRESS)
 #define ZT_RSS_MEANINGFUL 0
 #else
 #define ZT_RSS_MEANINGFUL 1

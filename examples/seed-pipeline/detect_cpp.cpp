@@ -31,8 +31,8 @@ struct detection {
 static_assert(sizeof(frame_header) == 32 && sizeof(detection) == 32, "layout of frame.h");
 } // namespace seed
 using seed::detection;
-using seed::FRAME_MAGIC;
 using seed::frame_header;
+using seed::FRAME_MAGIC;
 
 class Detect : public zf::Operator
 {

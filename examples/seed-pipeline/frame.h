@@ -33,7 +33,7 @@ static inline uint64_t frame_word(uint64_t seq, size_t i)
 /* Checksum of the pixels: four independent lanes, then mixed. */
 static inline uint64_t frame_checksum(const void *pixels, size_t bytes)
 {
-    const uint64_t *w = pixels;
+    const uint64_t *w = (const uint64_t *)pixels; /* (a cast: C++ includes this too) */
     size_t n = bytes / 8;
     uint64_t a = 1, b = 2, c = 3, d = 4;
     size_t i = 0;

@@ -211,7 +211,10 @@ class Data
     std::uint64_t timestamp() const noexcept { return d_ ? zf_data_timestamp(d_) : 0; }
     std::uint64_t seq() const noexcept { return d_ ? zf_data_seq(d_) : 0; }
     /** Setters need a unique capsule: zf::Error(ZF_ESTATE) otherwise. */
-    void set_timestamp(std::uint64_t ns) { detail::check(zf_data_set_timestamp(get_or_throw(), ns)); }
+    void set_timestamp(std::uint64_t ns)
+    {
+        detail::check(zf_data_set_timestamp(get_or_throw(), ns));
+    }
     void set_seq(std::uint64_t seq) { detail::check(zf_data_set_seq(get_or_throw(), seq)); }
     /** Shrink (or grow within capacity) a unique capsule. */
     void resize(std::size_t len) { detail::check(zf_data_set_len(get_or_throw(), len)); }
@@ -358,7 +361,10 @@ class Node
     bool stopping() const noexcept { return zf_node_stopping(node_); }
 
     /** Port indices by name; zf::Error(ZF_ENOTFOUND) if there is none. */
-    unsigned input(const char *name) const { return port(zf_node_input(node_, name), "input", name); }
+    unsigned input(const char *name) const
+    {
+        return port(zf_node_input(node_, name), "input", name);
+    }
     unsigned output(const char *name) const
     {
         return port(zf_node_output(node_, name), "output", name);
@@ -586,8 +592,8 @@ zf_node_decl make_decl(const char *name, Ports inputs, Ports outputs) noexcept
     extern "C" __attribute__((visibility("default"))) const zf_node_decl *zf_node_declare(void);   \
     extern "C" const zf_node_decl *zf_node_declare(void)                                           \
     {                                                                                              \
-        static const zf_node_decl zf_cpp_decl_ =                                                   \
-            ::zf::detail::make_decl<Class, kind>(#Class, ::zf::Ports(inputs), ::zf::Ports(outputs)); \
+        static const zf_node_decl zf_cpp_decl_ = ::zf::detail::make_decl<Class, kind>(             \
+            #Class, ::zf::Ports(inputs), ::zf::Ports(outputs));                                    \
         return &zf_cpp_decl_;                                                                      \
     }
 

@@ -23,16 +23,16 @@ typedef struct zfi_mark {
  * scalar is always a string). Maps keep insertion order. */
 struct zf_config {
     zf_config_kind kind;
-    char *text;       /* scalars: the text (owned); NULL for maps and seqs */
-    bool quoted;      /* scalar was quoted in the source */
-    bool b;           /* ZF_CFG_BOOL */
-    int64_t i;        /* ZF_CFG_INT */
-    double f;         /* ZF_CFG_FLOAT (also set for INT) */
-    char **keys;      /* ZF_CFG_MAP: n keys (owned) */
+    char *text;        /* scalars: the text (owned); NULL for maps and seqs */
+    bool quoted;       /* scalar was quoted in the source */
+    bool b;            /* ZF_CFG_BOOL */
+    int64_t i;         /* ZF_CFG_INT */
+    double f;          /* ZF_CFG_FLOAT (also set for INT) */
+    char **keys;       /* ZF_CFG_MAP: n keys (owned) */
     zf_config **items; /* ZF_CFG_MAP values / ZF_CFG_SEQ items (owned) */
     size_t n, cap;
-    const char *file; /* not owned: interned in a zfi_strings table */
-    unsigned line, col; /* 1-based; 0 = unknown */
+    const char *file;    /* not owned: interned in a zfi_strings table */
+    unsigned line, col;  /* 1-based; 0 = unknown */
     zfi_mark *key_marks; /* ZF_CFG_MAP: position of each key (owned; may be NULL) */
 };
 
@@ -64,8 +64,8 @@ void zfi_config_to_json(const zf_config *c, struct zfi_buf *b);
 zf_err zfi_diag_add(zf_diag *d, zf_err code, const char *file, unsigned line, unsigned col,
                     const char *field, const char *fmt, ...) ZF_PRINTF(7, 8);
 /* Same, at the place of a tree node. */
-zf_err zfi_diag_at(zf_diag *d, zf_err code, const zf_config *at, const char *field,
-                   const char *fmt, ...) ZF_PRINTF(5, 6);
+zf_err zfi_diag_at(zf_diag *d, zf_err code, const zf_config *at, const char *field, const char *fmt,
+                   ...) ZF_PRINTF(5, 6);
 
 /* ---- the flattened graph ---- */
 
@@ -86,8 +86,8 @@ typedef struct zfi_node {
     char *id;          /* flattened id ("outer>inner") */
     char *description; /* may be NULL */
     zf_node_kind kind;
-    char *library;     /* absolute path, file:// stripped; NULL for python nodes */
-    char *python;      /* absolute path of a `python:` node, else NULL */
+    char *library; /* absolute path, file:// stripped; NULL for python nodes */
+    char *python;  /* absolute path of a `python:` node, else NULL */
     zfi_port *inputs;
     size_t n_inputs;
     zfi_port *outputs;
@@ -100,8 +100,8 @@ typedef struct zfi_node {
     int64_t error_window_ns; /* 0 = default */
     zfi_isolation isolation;
     zfi_restart restart;
-    char *worker;      /* from `mapping`, else NULL */
-    const char *file;  /* where declared (interned) */
+    char *worker;     /* from `mapping`, else NULL */
+    const char *file; /* where declared (interned) */
     unsigned line, col;
 } zfi_node;
 
@@ -116,10 +116,10 @@ typedef struct zfi_link {
 typedef struct zfi_strings zfi_strings; /* interned file names */
 
 struct zf_flow {
-    atomic_uint refs;   /* zf_flow_free drops one; instances hold one */
+    atomic_uint refs; /* zf_flow_free drops one; instances hold one */
     char *name;
-    char *file;         /* absolute path of the main descriptor, or the name */
-    char *dir;          /* its folder */
+    char *file; /* absolute path of the main descriptor, or the name */
+    char *dir;  /* its folder */
     zfi_node *nodes;
     size_t n_nodes;
     zfi_link *links;

@@ -139,6 +139,22 @@ static void init_python(void)
     }
     bool ours = !Py_IsInitialized();
     if (ours) {
+#if defined(ZF_SANITIZE_ADDRESS)
+        /* Under AddressSanitizer every Python allocation goes through
+         * malloc (as PYTHONMALLOC=malloc does): pymalloc's arenas are
+         * mmap'd, so LeakSanitizer would not see the pointers they hold. */
+        if (!getenv("PYTHONMALLOC")) {
+            PyPreConfig pre;
+            PyPreConfig_InitPythonConfig(&pre);
+            pre.allocator = PYMEM_ALLOCATOR_MALLOC;
+            PyStatus ps = Py_PreInitialize(&pre);
+            if (PyStatus_Exception(ps)) {
+                snprintf(init_error, sizeof init_error, "cannot start the Python interpreter: %s",
+                         ps.err_msg ? ps.err_msg : "pre-initialization failed");
+                return;
+            }
+        }
+#endif
         PyConfig cfg;
         PyConfig_InitPythonConfig(&cfg);
         cfg.install_signal_handlers = 0; /* the application owns its signals */
@@ -260,10 +276,10 @@ static char *module_name(const char *script)
     char stem[64];
     size_t k = 0;
     for (const char *p = base; *p && *p != '.' && k < sizeof stem - 1; p++)
-        stem[k++] = (char)((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                                   (*p >= '0' && *p <= '9')
-                               ? *p
-                               : '_');
+        stem[k++] =
+            (char)((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9')
+                       ? *p
+                       : '_');
     stem[k] = '\0';
     char buf[128];
     snprintf(buf, sizeof buf, "zflow_node_%s_%u", stem, atomic_fetch_add(&module_seq, 1) + 1);
@@ -304,9 +320,9 @@ zf_err zf_host_declare(const char *script, zf_node_kind kind, const zf_port_decl
         goto done;
     }
     PyObject *load = pyz_helper("_load");
-    PyObject *r = load ? PyObject_CallFunction(load, "sss", script, pd->modname,
-                                               zf_node_kind_name(kind))
-                       : NULL;
+    PyObject *r =
+        load ? PyObject_CallFunction(load, "sss", script, pd->modname, zf_node_kind_name(kind))
+             : NULL;
     if (!r || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) {
         bool syntax = PyErr_ExceptionMatches(PyExc_SyntaxError);
         bool type = PyErr_ExceptionMatches(PyExc_TypeError);
@@ -416,7 +432,8 @@ static zf_err node_error(pyz_state *st, zf_node *n, const char *where)
     if (!quiet && full) {
         zf_log_level level = st && st->errors++ ? ZF_LOG_DEBUG : ZF_LOG_WARN;
         zf_node_log(n, level, "Python exception in %s:", where);
-        for (char *save = NULL, *l = strtok_r(full, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        for (char *save = NULL, *l = strtok_r(full, "\n", &save); l;
+             l = strtok_r(NULL, "\n", &save))
             zf_node_log(n, level, "%s", l);
     }
     free(line);
@@ -463,9 +480,9 @@ static zf_err py_init(zf_node *n, void **state)
         return ZF_ENOMEM;
     }
     st->node = n;
+    /* init is not a runtime callback: a send from __init__ may wait, so it
+     * releases the GIL meanwhile (tls_cb_node stays unset). */
     PyGILState_STATE g = pyz_gil_enter();
-    zf_node *prev = tls_cb_node;
-    tls_cb_node = n;
     zf_err e = ZF_OK;
     st->module = Py_NewRef(pd->module);
     PyObject *factory = Py_NewRef(pd->factory);
@@ -475,8 +492,9 @@ static zf_err py_init(zf_node *n, void **state)
     if (config && !PyDict_Check(config)) {
         Py_SETREF(config, PyDict_New()); /* a scalar configuration: none */
     }
-    st->ctx = config ? pyz_context_new(n, pd->inputs, pd->n_in, pd->outputs, pd->n_out, config)
-                     : NULL;
+    st->ctx = config
+                  ? pyz_context_new(n, kind, pd->inputs, pd->n_in, pd->outputs, pd->n_out, config)
+                  : NULL;
     decl_unref(pd); /* everything needed is copied: the decl may go */
     if (st->ctx)
         st->obj = PyObject_CallFunctionObjArgs(factory, st->ctx, config, NULL);
@@ -495,8 +513,8 @@ static zf_err py_init(zf_node *n, void **state)
                           zf_node_source(n), Py_TYPE(st->obj)->tp_name);
         e = ZF_ETYPE;
     } else if (kind == ZF_SOURCE && wants_produce && !st->produce) {
-        zf_node_set_error(n, "%s: the node object (%.80s) has no produce(self)",
-                          zf_node_source(n), Py_TYPE(st->obj)->tp_name);
+        zf_node_set_error(n, "%s: the node object (%.80s) has no produce(self)", zf_node_source(n),
+                          Py_TYPE(st->obj)->tp_name);
         e = ZF_ETYPE;
     }
 done:
@@ -506,7 +524,6 @@ done:
         free(st);
         st = NULL;
     }
-    tls_cb_node = prev;
     pyz_gil_leave(g);
     *state = st;
     return e;
@@ -518,8 +535,6 @@ static void py_fini(void *state)
     if (!st)
         return;
     PyGILState_STATE g = pyz_gil_enter();
-    zf_node *prev = tls_cb_node;
-    tls_cb_node = st->node;
     if (st->close) {
         PyObject *r = PyObject_CallNoArgs(st->close);
         if (r)
@@ -530,7 +545,6 @@ static void py_fini(void *state)
     state_clear(st);
     /* Capsules the node kept in reference cycles go now, inside fini. */
     PyGC_Collect();
-    tls_cb_node = prev;
     pyz_gil_leave(g);
     free(st);
 }
@@ -578,11 +592,7 @@ static zf_err py_on_input(void *state, zf_node *n, unsigned port, zf_data **d)
             e = node_error(st, n, "on_input");
         /* `data` is valid during the call only: release the view (a kept
          * one raises from now on; views made from it keep the bytes). */
-        PyObject *rr = PyObject_CallMethod(view, "release", NULL);
-        if (rr)
-            Py_DECREF(rr);
-        else
-            PyErr_Clear();
+        pyz_view_release(view);
         Py_DECREF(view);
     }
     tls_cb_node = prev;

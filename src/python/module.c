@@ -107,6 +107,15 @@ PyObject *pyz_view_of(zf_data *d, bool writable, pyz_capsule **cap_out)
     return view;
 }
 
+void pyz_view_release(PyObject *view)
+{
+    PyObject *r = PyObject_CallMethodNoArgs(view, str_release);
+    if (r)
+        Py_DECREF(r);
+    else
+        PyErr_Clear(); /* it has views of its own: they keep the bytes */
+}
+
 static void capsule_drop(pyz_capsule *c)
 {
     zf_data *d = c->d;
@@ -322,13 +331,8 @@ static zf_data *capsule_take(pyz_capsule *c, PyObject *mv, bool consume)
         return NULL;
     if (!consume)
         return zf_data_ref(c->d);
-    if (mv) {
-        PyObject *r = PyObject_CallMethodNoArgs(mv, str_release);
-        if (r)
-            Py_DECREF(r);
-        else
-            PyErr_Clear(); /* it has views of its own: they keep the bytes */
-    }
+    if (mv)
+        pyz_view_release(mv);
     c->released = true;
     c->writable = false;
     if (c->exports == 0) {
@@ -354,6 +358,16 @@ static zf_data *to_capsule(PyObject *obj, bool consume_any)
                          "zflow sends bytes-like objects (bytes, bytearray, memoryview, "
                          "array.array, NumPy arrays, zflow.Capsule), not '%.100s'",
                          Py_TYPE(obj)->tp_name);
+        } else if (PyErr_ExceptionMatches(PyExc_BufferError)) {
+            PyObject *type, *value, *tb;
+            PyErr_Fetch(&type, &value, &tb);
+            PyErr_Format(PyExc_BufferError,
+                         "zflow sends C-contiguous buffers only (%S): make one, e.g. "
+                         "bytes(x) or numpy.ascontiguousarray(x) (a copy, yours to decide)",
+                         value ? value : Py_None);
+            Py_XDECREF(type);
+            Py_XDECREF(value);
+            Py_XDECREF(tb);
         }
         return NULL;
     }
@@ -416,7 +430,7 @@ fail:
     return NULL;
 }
 
-PyObject *pyz_context_new(zf_node *node, const zf_port_decl *in, size_t n_in,
+PyObject *pyz_context_new(zf_node *node, zf_node_kind kind, const zf_port_decl *in, size_t n_in,
                           const zf_port_decl *out, size_t n_out, PyObject *config)
 {
     pyz_context *c = PyObject_GC_New(pyz_context, &context_type);
@@ -424,9 +438,7 @@ PyObject *pyz_context_new(zf_node *node, const zf_port_decl *in, size_t n_in,
         return NULL;
     c->node = node;
     c->id = PyUnicode_FromString(zf_node_id(node));
-    c->kind = PyUnicode_FromString(zf_node_kind_name(n_in == 0    ? ZF_SOURCE
-                                                     : n_out == 0 ? ZF_SINK
-                                                                  : ZF_OPERATOR));
+    c->kind = PyUnicode_FromString(zf_node_kind_name(kind));
     const char *src = zf_node_source(node);
     c->source = PyUnicode_FromString(src ? src : "");
     Py_INCREF(config);
@@ -495,8 +507,8 @@ static int context_port(pyz_context *c, PyObject *port, PyObject *names, PyObjec
             return -1;
         if (i >= 0 && i < n)
             return (int)i;
-        PyErr_Format(PyExc_ValueError, "node '%U' has no %s port %ld (it has %zd: %R)", c->id,
-                     what, i, n, names);
+        PyErr_Format(PyExc_ValueError, "node '%U' has no %s port %ld (it has %zd: %R)", c->id, what,
+                     i, n, names);
         return -1;
     }
     if (PyUnicode_Check(port)) {

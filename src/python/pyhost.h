@@ -35,21 +35,19 @@ zf_node *pyz_callback_node(void);
 /* A capsule seen from Python: owns one zf_data reference and exports its
  * bytes through the buffer protocol (memoryview(capsule) is zero-copy). */
 typedef struct pyz_capsule {
-    PyObject_HEAD
-    zf_data *d;         /* the reference this object owns; NULL once released */
-    Py_ssize_t exports; /* buffer views alive */
-    bool writable;      /* a unique capsule from alloc(): views may write */
-    bool released;      /* release() / sent: no new views; d dropped at 0 views */
+    PyObject_HEAD zf_data *d; /* the reference this object owns; NULL once released */
+    Py_ssize_t exports;       /* buffer views alive */
+    bool writable;            /* a unique capsule from alloc(): views may write */
+    bool released;            /* release() / sent: no new views; d dropped at 0 views */
 } pyz_capsule;
 
 /* The object given to a node's constructor: the node's id, ports, and the
  * calls it makes (send, try_send, alloc, log). */
 typedef struct pyz_context {
-    PyObject_HEAD
-    zf_node *node; /* NULL after fini: calls raise zflow.Error(ZF_ECLOSED) */
+    PyObject_HEAD zf_node *node; /* NULL after fini: calls raise zflow.Error(ZF_ECLOSED) */
     PyObject *id, *kind, *source, *config;
-    PyObject *inputs, *outputs;   /* tuples of port names */
-    PyObject *in_idx, *out_idx;   /* dict: name -> index */
+    PyObject *inputs, *outputs; /* tuples of port names */
+    PyObject *in_idx, *out_idx; /* dict: name -> index */
 } pyz_context;
 
 /* Create the `zflow` module and register it in sys.modules (GIL held).
@@ -62,8 +60,12 @@ PyObject *pyz_capsule_new(zf_data *d, bool writable);
  * alive while the view is) may be NULL. */
 PyObject *pyz_view_of(zf_data *d, bool writable, pyz_capsule **cap_out);
 
+/* memoryview.release(), errors cleared (a view with views of its own stays
+ * valid: they keep the capsule alive). */
+void pyz_view_release(PyObject *view);
+
 /* A new Context for `node` with the descriptor's ports (GIL held). */
-PyObject *pyz_context_new(zf_node *node, const zf_port_decl *in, size_t n_in,
+PyObject *pyz_context_new(zf_node *node, zf_node_kind kind, const zf_port_decl *in, size_t n_in,
                           const zf_port_decl *out, size_t n_out, PyObject *config);
 /* The node finished: later calls through the context raise. */
 void pyz_context_close(PyObject *ctx);

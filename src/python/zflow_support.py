@@ -52,20 +52,38 @@ class Node:
     `self.try_send(port, data)`, `self.alloc(size)`, `self.log(message,
     level="info")` and `self.id`, all forwarded to the context."""
 
+    _FORWARDED = ("send", "try_send", "alloc", "log")
+
     def __new__(cls, context=None, configuration=None, *args, **kwargs):
         self = super().__new__(cls)
         self.context = context
         self.configuration = {} if configuration is None else configuration
         if context is not None:
-            # The context's own bound methods: no Python frame per call.
-            self.send = context.send
-            self.try_send = context.try_send
-            self.alloc = context.alloc
-            self.log = context.log
+            # The context's own bound methods, unless the class overrides
+            # them: no Python frame per call.
+            for name in Node._FORWARDED:
+                if getattr(cls, name) is getattr(Node, name):
+                    setattr(self, name, getattr(context, name))
         return self
 
     def __init__(self, context=None, configuration=None):
         pass
+
+    def send(self, port, data):
+        """Send bytes-like `data` on output `port` (a name or an index)."""
+        return self.context.send(port, data)
+
+    def try_send(self, port, data):
+        """As send, but False (data untouched) when a link is full."""
+        return self.context.try_send(port, data)
+
+    def alloc(self, size):
+        """A writable memoryview over a new capsule from the pool."""
+        return self.context.alloc(size)
+
+    def log(self, message, level="info"):
+        """One line through the runtime's logger."""
+        return self.context.log(message, level)
 
     @property
     def id(self):
@@ -155,7 +173,7 @@ def _describe(exc):
     frames = [
         f
         for f in _traceback.extract_tb(exc.__traceback__)
-        if not f.filename.startswith("<frozen")
+        if not f.filename.startswith(("<frozen", "<zflow>"))
     ]
     if isinstance(exc, SyntaxError):
         where = f"{_os.path.basename(exc.filename or '?')}:{exc.lineno}"

@@ -242,7 +242,7 @@ static zf_err init_nodes(zf_instance *inst, zf_diag *diag)
             n->initialized = true;
             continue;
         }
-        char why[320];
+        char why[600];
         if (n->error_msg[0])
             snprintf(why, sizeof why, "%s", n->error_msg);
         else
@@ -404,6 +404,7 @@ zf_err zf_instance_start(zf_instance *inst)
     }
     set_state(inst, ZF_INSTANCE_RUNNING);
     atomic_store(&inst->sources_stopped, false);
+    atomic_store(&inst->started, true);
     pthread_mutex_unlock(&inst->mu);
 
     zf_runtime *rt = inst->rt;
@@ -415,7 +416,7 @@ zf_err zf_instance_start(zf_instance *inst)
     for (size_t i = 0; i < inst->n_nodes; i++) {
         zf_node *n = inst->nodes[i];
         if (n->decl->kind != ZF_SOURCE || n->desc->period_ns <= 0)
-            zfi_node_notify(n); /* free-running sources, and anything with input */
+            zfi_node_notify(n); /* free-running sources, anything with input */
     }
     zfi_log(ZF_LOG_INFO, "instance", "%s %s", s == ZF_INSTANCE_CREATED ? "started" : "resumed",
             inst->uuid);

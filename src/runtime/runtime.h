@@ -82,7 +82,7 @@ struct zf_node {
     zf_node_state node_state;
     uint64_t state_since_ns;
     char reason[160];
-    char error_msg[256]; /* from zf_node_set_error */
+    char error_msg[512]; /* from zf_node_set_error */
 
     /* counters */
     atomic_uint_fast64_t callbacks, errors, alloc_failures, sent, last_progress_ns, busy_ns,
@@ -110,6 +110,7 @@ struct zf_instance {
     pthread_cond_t cv; /* drain progress, state changes */
     zf_instance_state state;
     uint64_t state_since_ns;
+    atomic_bool started;         /* start ran once: nodes may be scheduled */
     atomic_bool sources_stopped; /* suspended or draining: sources idle */
     atomic_bool halted;          /* past the drain: run no more callbacks */
     bool stopped;

@@ -169,6 +169,11 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
 
 void zfi_node_notify(zf_node *n)
 {
+    /* Before the instance starts (a source's own thread may send from
+     * init) nothing runs: capsules wait in the links, and start notifies
+     * every node. A node never runs before every init has. */
+    if (!atomic_load_explicit(&n->inst->started, memory_order_acquire))
+        return;
     int s = atomic_load_explicit(&n->sched, memory_order_acquire);
     for (;;) {
         int next;

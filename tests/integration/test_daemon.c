@@ -36,9 +36,28 @@ static bool socket_up(void)
     return true;
 }
 
+static int stop_daemon(void);
+
+/* A case that fails leaves its daemon running: never let one outlive the
+ * test (ctest would wait on its open output). */
+static void kill_daemon(void)
+{
+    if (daemon_pid > 0) {
+        kill(daemon_pid, SIGKILL);
+        waitpid(daemon_pid, NULL, 0);
+        daemon_pid = 0;
+    }
+}
+
 /* Start zfd with --lib-path for the seed pipeline and the test nodes. */
 static void start_daemon(void)
 {
+    static bool registered;
+    if (!registered) {
+        atexit(kill_daemon);
+        registered = true;
+    }
+    kill_daemon(); /* left by a failed case */
     paths();
     unlink(sock);
     daemon_pid = fork();

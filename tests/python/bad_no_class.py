@@ -1,0 +1,2 @@
+def on_input(port, data):
+    pass

@@ -1,0 +1,5 @@
+import zflow
+
+
+class Broken(zflow.Node:
+    pass
