@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,169 @@ zf_instance *zt_start(zf_runtime *rt, const zf_flow *f, zf_diag *diag)
     }
     zf_instance_start(inst);
     return inst;
+}
+
+zf_instance *zt_launch(zf_runtime *rt, const char *yaml, const char *const *extra, zf_flow **fo)
+{
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = zt_flow(yaml, extra, d, NULL);
+    zf_instance *inst = f ? zt_start(rt, f, d) : NULL;
+    if (!inst) {
+        char *t = zf_diag_format(d);
+        fprintf(stderr, "%s", t ? t : "");
+        free(t);
+        zf_flow_free(f);
+        f = NULL;
+    }
+    zf_diag_free(d);
+    *fo = f;
+    return inst;
+}
+
+zf_stop_report zt_finish(zf_instance *inst, zf_flow *f)
+{
+    zf_stop_report r;
+    memset(&r, 0, sizeof r);
+    zf_instance_stop(inst, &r);
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+    return r;
+}
+
+bool zt_wait_callbacks(zf_instance *inst, const char *id, uint64_t n, int timeout_ms)
+{
+    for (int t = 0; t < timeout_ms; t += 5) {
+        zf_node_stats s;
+        if (zt_node_stats(inst, id, &s, NULL, 0) && s.callbacks >= n)
+            return true;
+        zt_sleep_ms(5);
+    }
+    return false;
+}
+
+zt_outcome zt_run_until(zf_runtime *rt, const char *yaml, const char *const *extra, const char *id,
+                        uint64_t n, int timeout_ms)
+{
+    zt_outcome run;
+    memset(&run, 0, sizeof run);
+    zf_flow *f;
+    zf_instance *inst = zt_launch(rt, yaml, extra, &f);
+    if (!inst)
+        return run;
+    run.started = true;
+    run.reached = zt_wait_callbacks(inst, id, n, timeout_ms);
+    if (!run.reached)
+        fprintf(stderr, "  %s did not reach %llu callbacks\n", id, (unsigned long long)n);
+    zt_node_stats(inst, id, &run.node, NULL, 0);
+    run.report = zt_finish(inst, f);
+    return run;
+}
+
+const char *zt_fmt(const char *fmt, ...)
+{
+    static char ring[8][1024];
+    static int k;
+    char *p = ring[k++ % 8];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p, sizeof ring[0], fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+/* Descriptor text, appended to a static buffer (too long: a bug, abort). */
+typedef struct zt_text {
+    char *buf;
+    size_t len, cap;
+} zt_text;
+
+__attribute__((format(printf, 2, 3))) static void add(zt_text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= t->cap - t->len) {
+        fprintf(stderr, "testutil: a descriptor longer than %zu bytes\n", t->cap);
+        abort();
+    }
+    t->len += (size_t)n;
+}
+
+static void add_node(zt_text *t, const zt_node *nd, bool in, bool out, bool typed)
+{
+    add(t, "  - id: %s\n    %s\n", nd->id, nd->code);
+    if (nd->cfg)
+        add(t, "    configuration: {%s}\n", nd->cfg);
+    if (in)
+        add(t, "    inputs: [%s]\n", typed ? "{id: in, type: bytes}" : "in");
+    if (out)
+        add(t, "    outputs: [%s]\n", typed ? "{id: out, type: bytes}" : "out");
+}
+
+const char *zt_chain(const char *name, const zt_node *nodes, size_t n, bool typed)
+{
+    static char buf[8192];
+    zt_text t = {buf, 0, sizeof buf};
+    add(&t, "name: %s\nsources:\n", name);
+    add_node(&t, &nodes[0], false, true, typed);
+    if (n > 2)
+        add(&t, "operators:\n");
+    for (size_t i = 1; i + 1 < n; i++)
+        add_node(&t, &nodes[i], true, true, typed);
+    add(&t, "sinks:\n");
+    add_node(&t, &nodes[n - 1], true, false, typed);
+    add(&t, "links:\n");
+    for (size_t i = 0; i + 1 < n; i++) {
+        add(&t, "  - {from: {node: %s, output: out}, to: {node: %s, input: in}", nodes[i].id,
+            nodes[i + 1].id);
+        if (nodes[i].queue)
+            add(&t, ", queue: {%s}", nodes[i].queue);
+        add(&t, "}\n");
+    }
+    return buf;
+}
+
+const char *zt_seed_flow(const zt_seed *s)
+{
+    static char buf[4096];
+    zt_text t = {buf, 0, sizeof buf};
+    add(&t,
+        "name: %s\n"
+        "%s\n"
+        "sources:\n"
+        "  - id: camera\n"
+        "    library: \"{{ SEED }}/libzf_camera.so\"\n"
+        "    period: 16.667ms\n"
+        "    configuration: {frame_bytes: %u, reserve: %d}\n"
+        "    outputs: [{id: frame, type: image/raw}]\n"
+        "operators:\n"
+        "  - id: detect\n"
+        "    library: \"{{ SEED }}/libzf_detect.so\"\n"
+        "    hang_timeout: %s\n"
+        "    configuration: {%s}\n"
+        "    inputs: [{id: frame, type: image/raw}]\n"
+        "    outputs: [{id: detection, type: detection}]\n"
+        "sinks:\n"
+        "  - id: motor\n"
+        "    library: \"{{ SEED }}/libzf_motor.so\"\n"
+        "    inputs: [{id: detection, type: detection}]\n"
+        "  - id: recorder\n"
+        "    library: \"{{ SEED }}/libzf_recorder.so\"\n"
+        "    inputs: [{id: frame, type: image/raw}]\n"
+        "links:\n"
+        "  - from: {node: camera, output: frame}\n"
+        "    to: {node: detect, input: frame}\n"
+        "    queue: {capacity: %d, policy: %s}\n"
+        "  - from: {node: camera, output: frame}\n"
+        "    to: {node: recorder, input: frame}\n"
+        "    queue: {capacity: %d, policy: %s}\n"
+        "  - from: {node: detect, output: detection}\n"
+        "    to: {node: motor, input: detection}\n"
+        "    queue: {capacity: 64, policy: block}\n",
+        s->name, s->top, (unsigned)ZT_FRAME_BYTES, s->reserve, s->hang_timeout, s->detect_cfg,
+        s->capacity, s->policy, s->capacity, s->policy);
+    return buf;
 }
 
 bool zt_node_stats(zf_instance *inst, const char *id, zf_node_stats *out, char *reason,

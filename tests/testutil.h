@@ -7,6 +7,7 @@
 #include <zflow/zflow.h>
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Frame size for camera tests: 10 MiB (the issue's figure) in a normal build;
@@ -41,6 +42,59 @@ zf_flow *zt_flow(const char *yaml, const char *const *extra, zf_diag *diag, zf_e
 
 /* Create and start an instance; NULL (and a message) on failure. */
 zf_instance *zt_start(zf_runtime *rt, const zf_flow *f, zf_diag *diag);
+
+/* zt_flow (with `extra`), then zt_start on rt: the instance, and the flow
+ * in *fo; NULL (and *fo NULL), with the diagnostics printed, on failure. */
+zf_instance *zt_launch(zf_runtime *rt, const char *yaml, const char *const *extra, zf_flow **fo);
+/* Stop inst, destroy it, free f: the stop report. */
+zf_stop_report zt_finish(zf_instance *inst, zf_flow *f);
+/* Wait until node `id` has had `n` callbacks (true) or timeout_ms passes. */
+bool zt_wait_callbacks(zf_instance *inst, const char *id, uint64_t n, int timeout_ms);
+/* What zt_run_until saw. */
+typedef struct zt_outcome {
+    bool started;          /* the flow loaded and its instance started */
+    bool reached;          /* node `id` had `n` callbacks in time */
+    zf_node_stats node;    /* node `id`'s statistics then (id and reason NULL) */
+    zf_stop_report report; /* zeroed if it did not start */
+} zt_outcome;
+/* zt_launch, wait until node `id` has had `n` callbacks (timeout_ms at most;
+ * a message if in vain), take its statistics, zt_finish. */
+zt_outcome zt_run_until(zf_runtime *rt, const char *yaml, const char *const *extra, const char *id,
+                        uint64_t n, int timeout_ms);
+
+/* printf into one of 8 static buffers used in turn (1 KiB each). */
+const char *zt_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A node of zt_chain's flow: its id, the line naming its code (ZT_LIB("gen"),
+ * or e.g. "python: \"{{ PY }}/sink.py\""), its configuration without the
+ * braces (NULL: none) and the queue of the link out of it without the
+ * braces (NULL: the default). */
+typedef struct zt_node {
+    const char *id;
+    const char *code;
+    const char *cfg;
+    const char *queue;
+} zt_node;
+#define ZT_LIB(name) "library: \"{{ NODES }}/libt_" name ".so\""
+
+/* The descriptor of the flow `name`: nodes[0], a source, -> nodes[1..n-2],
+ * operators -> nodes[n-1], a sink; ports out and in, of type bytes when
+ * `typed`. In a static buffer (the next call overwrites it). */
+const char *zt_chain(const char *name, const zt_node *nodes, size_t n, bool typed);
+
+/* The seed pipeline's cascade: camera -> detect -> motor, the camera fanned
+ * out to recorder; frames of ZT_FRAME_BYTES at 60 per second. */
+typedef struct zt_seed {
+    const char *name;
+    const char *top;          /* a top-level line (e.g. max_memory: N), may be "" */
+    int reserve;              /* frames the camera pre-faults */
+    const char *hang_timeout; /* detect's */
+    const char *detect_cfg;   /* detect's configuration, without the braces */
+    int capacity;             /* the camera's two links: capacity and policy */
+    const char *policy;
+} zt_seed;
+/* Its descriptor, in a static buffer (the next call overwrites it). */
+const char *zt_seed_flow(const zt_seed *s);
 
 /* Statistics of node `id` / of the link into `to` ("node.port"); false if
  * not found. */

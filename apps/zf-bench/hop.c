@@ -82,19 +82,15 @@ static int run_size(const bench_opts *o, bool copy, size_t size, bench_result *r
         return -1;
     char *src = NULL;
     if (copy) {
-        src = malloc(size);
+        src = bench_touched_alloc(size); /* touched: no page faults in the loop */
         if (!src)
             return -1;
-        memset(src, 0x5a, size); /* touched: no page faults in the loop */
     }
-    memset(r, 0, sizeof *r);
-    r->bench = copy ? "copy" : "hop";
-    r->impl = copy ? "memcpy" : "zflow";
-    r->size = size;
+    bench_result_init(r, copy ? "copy" : "hop", copy ? "memcpy" : "zflow", size);
 
     /* Latency. Warm-up messages prime the pool's segments. */
-    hop_ctx c = {.n = bench_samples_for(o, size)};
-    size_t warm = c.n / 10 + 10;
+    hop_ctx c = {.n = bench_samples_for(o->samples, size)};
+    size_t warm = bench_warmup_for(c.n);
     c.lat = calloc(c.n + warm, sizeof *c.lat);
     c.n += warm;
     make_link(4, &c.link);
@@ -115,8 +111,7 @@ static int run_size(const bench_opts *o, bool copy, size_t size, bench_result *r
     free(c.lat);
 
     /* Throughput. Queue depth bounded so big messages stay in memory. */
-    size_t cap = (size_t)(512u << 20) / (size + 64);
-    cap = cap < 2 ? 2 : cap > 256 ? 256 : cap;
+    size_t cap = bench_queue_cap(size, 512u << 20, 1);
     zf_pool_reserve(pool, size, cap + 4); /* first touch happens here, untimed */
     hop_ctx tc = {0};
     make_link((uint32_t)cap, &tc.link);

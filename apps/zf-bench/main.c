@@ -36,7 +36,7 @@ static int parse_sizes(const char *arg, bench_opts *o)
     o->n_sizes = 0;
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         uint64_t b;
-        if (zf_parse_size(tok, &b) != ZF_OK || o->n_sizes == 16) {
+        if (zf_parse_size(tok, &b) != ZF_OK || o->n_sizes == BENCH_MAX_SIZES) {
             fprintf(stderr, "zf-bench: --sizes: %s\n", zf_last_error());
             free(copy);
             return -1;
@@ -96,18 +96,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "zf-bench: unknown benchmark '%s'\n", which);
         return 2;
     }
-    if (o.json) {
-        printf("{");
-        bench_machine(stdout, true);
-        printf(",\"results\":[\n");
-        for (size_t i = 0; i < n; i++)
-            bench_print(stdout, &res[i], true, i == 0);
-        printf("\n]}\n");
-    } else {
-        bench_machine(stdout, false);
-        for (size_t i = 0; i < n; i++)
-            bench_print(stdout, &res[i], false, i == 0);
-    }
+    bench_print(stdout, res, n, o.json, 7);
     if (rc)
         fprintf(stderr, "zf-bench: a benchmark failed: %s\n", zf_last_error());
     return rc ? 1 : 0;

@@ -73,15 +73,6 @@ static const dds_topic_descriptor_t msg_desc = {
     .m_meta = "",
 };
 
-typedef struct ctl {
-    _Alignas(64) atomic_uint_fast64_t received;
-    _Alignas(64) atomic_uint_fast64_t phases_done;
-    atomic_uint_fast64_t reader_ready; /* index + 1 of the size whose reader matched */
-    atomic_int failed;
-    size_t max_lat;
-    double lat[];
-} ctl;
-
 /* Loopback, unicast; large datagrams and fragments (a 100 MiB sample is
  * ~1700 datagrams, not 78000), socket buffers up to 8 MB, prompt
  * NACKs and heartbeats, and a writer history cache allowed to hold 64 MB
@@ -101,13 +92,7 @@ static const char loopback_config[] =
 
 static size_t history_depth(size_t size)
 {
-    return peer_queue_cap(size, 512u << 20, 1);
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
+    return bench_queue_cap(size, 512u << 20, 1);
 }
 
 static dds_qos_t *make_qos(size_t size)
@@ -127,9 +112,9 @@ static dds_entity_t make_topic(dds_entity_t pp, size_t size)
 
 /* ---- reader (child process) ---- */
 
-static int receive_phase(dds_entity_t rd, dds_entity_t ws, ctl *c, bool record)
+static int receive_phase(dds_entity_t rd, dds_entity_t ws, peer_ctl *c, bool record)
 {
-    uint64_t k = 0, spin0 = peer_clock_ns();
+    uint64_t k = 0, spin0 = bench_clock_ns();
     for (;;) {
         void *buf[1] = {NULL};
         dds_sample_info_t si[1];
@@ -137,7 +122,7 @@ static int receive_phase(dds_entity_t rd, dds_entity_t ws, ctl *c, bool record)
         if (n < 0)
             return -1;
         if (n > 0) {
-            uint64_t now = peer_clock_ns();
+            uint64_t now = bench_clock_ns();
             bool end = false;
             if (si[0].valid_data) {
                 const msg *m = buf[0];
@@ -152,28 +137,28 @@ static int receive_phase(dds_entity_t rd, dds_entity_t ws, ctl *c, bool record)
                 break;
             k++;
             atomic_store_explicit(&c->received, k, memory_order_release);
-            spin0 = peer_clock_ns();
+            spin0 = bench_clock_ns();
             continue;
         }
-        if (peer_clock_ns() - spin0 < PEER_SPIN_NS) {
+        if (bench_clock_ns() - spin0 < PEER_SPIN_NS) {
             peer_cpu_relax();
             continue;
         }
         dds_waitset_wait(ws, NULL, 0, DDS_MSECS(10));
-        spin0 = peer_clock_ns();
+        spin0 = bench_clock_ns();
     }
     atomic_fetch_add_explicit(&c->phases_done, 1, memory_order_release);
     return 0;
 }
 
-static int reader_main(const peer_opts *o, ctl *c, dds_domainid_t domain)
+static int reader_main(const peer_opts *o, peer_ctl *c, dds_domainid_t domain)
 {
     dds_entity_t pp = dds_create_participant(domain, NULL, NULL);
     if (pp < 0) {
         fprintf(stderr, "zfpeer-dds: reader participant: %s\n", dds_strretcode(pp));
         return -1;
     }
-    peer_pin(1); /* after Cyclone started its threads: they stay unpinned */
+    bench_pin(1); /* after Cyclone started its threads: they stay unpinned */
     int rc = 0;
     for (size_t i = 0; i < o->n_sizes && rc == 0; i++) {
         dds_qos_t *q = make_qos(o->sizes[i]);
@@ -189,8 +174,8 @@ static int reader_main(const peer_opts *o, ctl *c, dds_domainid_t domain)
         }
         dds_subscription_matched_status_t st = {0};
         while (dds_get_subscription_matched_status(rd, &st) == 0 && st.current_count < 1)
-            sleep_ms(1);
-        atomic_store(&c->reader_ready, i + 1);
+            peer_sleep_ms(1);
+        atomic_store(&c->ready, i + 1); /* the reader matched */
         if (receive_phase(rd, ws, c, true) != 0 || receive_phase(rd, ws, c, false) != 0)
             rc = -1;
         dds_delete(ws);
@@ -210,10 +195,11 @@ static int reader_main(const peer_opts *o, ctl *c, dds_domainid_t domain)
 
 typedef struct writer {
     dds_entity_t wr;
-    ctl *c;
+    peer_ctl *c;
     pid_t child;
     uint64_t phase;
     uint8_t *payload;
+    size_t size; /* of the samples of this phase */
 } writer;
 
 static int send_one(writer *w, size_t size, uint64_t flags)
@@ -221,7 +207,7 @@ static int send_one(writer *w, size_t size, uint64_t flags)
     msg m = {
         .flags = flags,
         .data = {._maximum = (uint32_t)size, ._length = (uint32_t)size, ._buffer = w->payload}};
-    m.stamp = peer_clock_ns();
+    m.stamp = bench_clock_ns();
     dds_return_t r = dds_write(w->wr, &m);
     if (r != DDS_RETCODE_OK) {
         fprintf(stderr, "zfpeer-dds: dds_write: %s\n", dds_strretcode(r));
@@ -234,33 +220,26 @@ static int end_phase(writer *w, size_t size)
 {
     if (send_one(w, 0, FLAG_END) != 0)
         return -1;
-    w->phase++;
-    uint64_t t_end = peer_clock_ns() + 60000000000u;
-    while (atomic_load_explicit(&w->c->phases_done, memory_order_acquire) < w->phase) {
-        if (peer_clock_ns() > t_end) {
-            fprintf(stderr, "zfpeer-dds: the reader did not finish the phase\n");
-            return -1;
-        }
-        peer_cpu_relax();
-    }
-    return atomic_load(&w->c->failed) ? -1 : 0;
+    return peer_wait_phase(w->c, ++w->phase, 60000000000u,
+                           "zfpeer-dds: the reader did not finish the phase");
 }
 
-struct send_arg {
-    writer *w;
-    size_t size;
-};
-
-static int send_lat(void *arg)
+static int send_sample(void *arg)
 {
-    struct send_arg *a = arg;
-    return send_one(a->w, a->size, 0);
+    writer *w = arg;
+    return send_one(w, w->size, 0);
 }
 
-static int run_size(const peer_opts *o, writer *w, dds_entity_t pp, size_t i, peer_result *r)
+static int end_sample(void *arg)
+{
+    writer *w = arg;
+    return end_phase(w, w->size);
+}
+
+static int run_size(const peer_opts *o, writer *w, dds_entity_t pp, size_t i, bench_result *r)
 {
     size_t size = o->sizes[i];
-    ctl *c = w->c;
+    peer_ctl *c = w->c;
     dds_qos_t *q = make_qos(size);
     dds_entity_t tp = make_topic(pp, size);
     w->wr = dds_create_writer(pp, tp, q, NULL);
@@ -270,54 +249,22 @@ static int run_size(const peer_opts *o, writer *w, dds_entity_t pp, size_t i, pe
         fprintf(stderr, "zfpeer-dds: writer setup failed\n");
         goto out;
     }
-    uint64_t t_wait = peer_clock_ns() + 20000000000u;
+    uint64_t t_wait = bench_clock_ns() + 20000000000u;
     dds_publication_matched_status_t st = {0};
-    while (atomic_load(&c->reader_ready) < i + 1 ||
+    while (atomic_load(&c->ready) < i + 1 ||
            (dds_get_publication_matched_status(w->wr, &st) == 0 && st.current_count < 1)) {
-        if (peer_clock_ns() > t_wait || atomic_load(&c->failed)) {
+        if (bench_clock_ns() > t_wait || atomic_load(&c->failed)) {
             fprintf(stderr, "zfpeer-dds: the reader did not match\n");
             goto out;
         }
-        sleep_ms(1);
+        peer_sleep_ms(1);
     }
 
-    /* Latency: one in flight; warm-up samples dropped. */
-    struct send_arg a = {w, size};
-    size_t warm = 0;
-    atomic_store(&c->received, 0);
-    long sent = peer_latency_phase(o, size, send_lat, &a, &c->received, &c->failed, &warm);
-    if (sent < 0 || end_phase(w, size) != 0)
+    w->size = size;
+    const peer_hop h = {
+        .send = send_sample, .end_phase = end_sample, .arg = w, .c = c, .child = w->child};
+    if (peer_hop_run(o, size, &h, r) != 0)
         goto out;
-    if ((size_t)sent > warm)
-        peer_percentiles(c->lat + warm, (size_t)sent - warm, r);
-
-    /* Throughput: free-running; the window starts after the warm-up. */
-    atomic_store(&c->received, 0);
-    uint64_t t0 = peer_clock_ns(), warm_end = t0 + (uint64_t)(o->warm_s * 1e9);
-    uint64_t deadline = warm_end + (uint64_t)(o->seconds * 1e9);
-    uint64_t r0 = 0, r1 = 0, t_start = 0, t_stop = 0;
-    double cpu0 = 0, cpu1 = 0;
-    bool in_window = false;
-    for (;;) {
-        if (send_one(w, size, 0) != 0)
-            goto out;
-        uint64_t now = peer_clock_ns();
-        if (!in_window && now >= warm_end) {
-            in_window = true;
-            cpu0 = peer_cpu_ns() + peer_cpu_ns_of(w->child);
-            r0 = atomic_load(&c->received);
-            t_start = peer_clock_ns();
-        } else if (in_window && now >= deadline) {
-            r1 = atomic_load(&c->received);
-            t_stop = peer_clock_ns();
-            cpu1 = peer_cpu_ns() + peer_cpu_ns_of(w->child);
-            break;
-        }
-    }
-    if (end_phase(w, size) != 0)
-        goto out;
-    r->msgs_per_s = (double)(r1 - r0) / ((double)(t_stop - t_start) / 1e9);
-    r->cpu_ns_per_msg = r1 > r0 ? (cpu1 - cpu0) / (double)(r1 - r0) : 0;
     rc = 0;
 out:
     if (w->wr > 0)
@@ -327,35 +274,18 @@ out:
     return rc;
 }
 
-static size_t max_samples(const peer_opts *o)
-{
-    size_t m = 0;
-    for (size_t i = 0; i < o->n_sizes; i++) {
-        size_t n = peer_samples_for(o, o->sizes[i]);
-        n += peer_warmup_for(n);
-        m = n > m ? n : m;
-    }
-    return m;
-}
-
 int main(int argc, char **argv)
 {
     peer_opts o;
     bool done;
-    int rc = peer_parse_args(argc, argv,
+    int rc = peer_parse_args(argc, argv, "zfpeer-dds", "dds_hop",
                              "usage: zfpeer-dds [dds_hop] [options]\n"
                              "  one hop between two processes over Cyclone DDS on loopback "
                              "(\"dds_hop\")",
                              &o, &done);
     if (done)
         return rc;
-    if (o.which && strcmp(o.which, "dds_hop") && strcmp(o.which, "all")) {
-        fprintf(stderr, "zfpeer-dds: unknown benchmark '%s' (dds_hop)\n", o.which);
-        return 2;
-    }
-    size_t big = 0;
-    for (size_t i = 0; i < o.n_sizes; i++)
-        big = o.sizes[i] > big ? o.sizes[i] : big;
+    size_t big = peer_max_size(&o);
     if (big > (size_t)INT32_MAX) {
         fprintf(stderr, "zfpeer-dds: sizes above 2 GiB are not supported\n");
         return 2;
@@ -364,11 +294,10 @@ int main(int argc, char **argv)
     setenv("CYCLONEDDS_URI", uri && *uri ? uri : loopback_config, 1);
     dds_domainid_t domain = (dds_domainid_t)(1 + getpid() % 200);
 
-    size_t lat_n = max_samples(&o), ctl_bytes = sizeof(ctl) + lat_n * sizeof(double);
-    ctl *c = peer_shared_alloc(ctl_bytes);
+    size_t ctl_bytes;
+    peer_ctl *c = peer_ctl_alloc(&o, &ctl_bytes);
     if (!c)
         return 1;
-    c->max_lat = lat_n;
     fflush(NULL);
     pid_t child = fork(); /* before any DDS call: each process its own participant */
     if (child == 0)
@@ -376,23 +305,19 @@ int main(int argc, char **argv)
     if (child < 0)
         return 1;
 
-    writer w = {.c = c, .child = child, .payload = peer_touched_alloc(big)};
+    writer w = {.c = c, .child = child, .payload = bench_touched_alloc(big)};
     dds_entity_t pp = dds_create_participant(domain, NULL, NULL);
-    peer_result res[PEER_MAX_SIZES];
+    bench_result res[PEER_MAX_SIZES];
     size_t n = 0;
     if (pp < 0 || !w.payload) {
         fprintf(stderr, "zfpeer-dds: writer participant: %s\n",
                 pp < 0 ? dds_strretcode(pp) : "out of memory");
         rc = 1;
     } else {
-        peer_pin(0);
+        bench_pin(0);
     }
     for (size_t i = 0; i < o.n_sizes && rc == 0; i++) {
-        peer_result *r = &res[n];
-        memset(r, 0, sizeof *r);
-        r->bench = "dds_hop";
-        r->impl = "cyclonedds";
-        r->size = o.sizes[i];
+        bench_result *r = bench_result_init(&res[n], "dds_hop", "cyclonedds", o.sizes[i]);
         if (run_size(&o, &w, pp, i, r) != 0) {
             fprintf(stderr, "zfpeer-dds: failed at %zu bytes\n", o.sizes[i]);
             rc = 1;
@@ -410,6 +335,6 @@ int main(int argc, char **argv)
         rc = 1;
     free(w.payload);
     peer_shared_free(c, ctl_bytes);
-    peer_print(stdout, res, n, o.json);
+    bench_print(stdout, res, n, o.json, 10);
     return rc;
 }

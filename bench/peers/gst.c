@@ -65,7 +65,7 @@ static GstPadProbeReturn src_probe(GstPad *pad, GstPadProbeInfo *info, gpointer 
     }
     if (atomic_load(&c->stop))
         return GST_PAD_PROBE_DROP;
-    atomic_store_explicit(&c->t_send, peer_clock_ns(), memory_order_relaxed);
+    atomic_store_explicit(&c->t_send, bench_clock_ns(), memory_order_relaxed);
     atomic_fetch_add_explicit(&c->sent, 1, memory_order_release);
     return GST_PAD_PROBE_OK;
 }
@@ -73,7 +73,7 @@ static GstPadProbeReturn src_probe(GstPad *pad, GstPadProbeInfo *info, gpointer 
 static GstPadProbeReturn sink_probe(GstPad *pad, GstPadProbeInfo *info, gpointer data)
 {
     gst_ctx *c = data;
-    uint64_t now = peer_clock_ns();
+    uint64_t now = bench_clock_ns();
     uint64_t k = atomic_load_explicit(&c->received, memory_order_relaxed);
     if (c->lockstep && k < c->max_lat)
         c->lat[k] = (double)(now - atomic_load_explicit(&c->t_send, memory_order_relaxed));
@@ -108,7 +108,7 @@ static GstElement *build(size_t size, int queues, gst_ctx *c)
     gst_util_set_object_arg(G_OBJECT(src), "filltype", "nothing");
     gst_util_set_object_arg(G_OBJECT(src), "data", "allocate");
     GstElement *prev = src;
-    guint cap = (guint)peer_queue_cap(size, 256u << 20, 3);
+    guint cap = (guint)bench_queue_cap(size, 256u << 20, 3);
     for (int i = 0; i < queues; i++) {
         char name[16];
         snprintf(name, sizeof name, "q%d", i);
@@ -163,10 +163,10 @@ static void sleep_ns(uint64_t ns)
     nanosleep(&ts, NULL);
 }
 
-static int run_size(const peer_opts *o, size_t size, peer_result *r)
+static int run_size(const peer_opts *o, size_t size, bench_result *r)
 {
-    /* Latency: lockstep; warm-up samples dropped (peer_latency_phase's rule). */
-    size_t n = peer_samples_for(o, size), warm_n = peer_warmup_for(n), warm = 0;
+    /* Latency: lockstep; warm-up samples dropped (peer_hop_run's rule). */
+    size_t n = bench_samples_for(o->samples, size), warm_n = bench_warmup_for(n), warm = 0;
     gst_ctx *c = calloc(1, sizeof *c);
     c->lockstep = true;
     c->max_lat = n + warm_n;
@@ -174,9 +174,9 @@ static int run_size(const peer_opts *o, size_t size, peer_result *r)
     GstElement *pipe = build(size, o->queues, c);
     if (!pipe || gst_element_set_state(pipe, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE)
         return -1;
-    uint64_t tl0 = peer_clock_ns(), cap = (uint64_t)(o->max_lat_s * 1e9);
+    uint64_t tl0 = bench_clock_ns(), cap = (uint64_t)(o->max_lat_s * 1e9);
     for (;;) {
-        uint64_t got = atomic_load(&c->received), now = peer_clock_ns();
+        uint64_t got = atomic_load(&c->received), now = bench_clock_ns();
         if (!warm) {
             if (got >= warm_n)
                 warm = warm_n; /* the samples after it are recorded already */
@@ -195,7 +195,7 @@ static int run_size(const peer_opts *o, size_t size, peer_result *r)
     uint64_t got = atomic_load(&c->received);
     got = got > c->max_lat ? c->max_lat : got;
     if (warm && got > warm)
-        peer_percentiles(c->lat + warm, got - warm, r);
+        bench_percentiles(c->lat + warm, got - warm, r);
     free(c->lat);
     free(c);
 
@@ -205,11 +205,11 @@ static int run_size(const peer_opts *o, size_t size, peer_result *r)
     if (!pipe || gst_element_set_state(pipe, GST_STATE_PLAYING) == GST_STATE_CHANGE_FAILURE)
         return -1;
     sleep_ns((uint64_t)(o->warm_s * 1e9));
-    double cpu0 = peer_cpu_ns();
-    uint64_t r0 = atomic_load(&c->received), t0 = peer_clock_ns();
+    double cpu0 = bench_cpu_clock_ns();
+    uint64_t r0 = atomic_load(&c->received), t0 = bench_clock_ns();
     sleep_ns((uint64_t)(o->seconds * 1e9));
-    uint64_t r1 = atomic_load(&c->received), t1 = peer_clock_ns();
-    double cpu1 = peer_cpu_ns();
+    uint64_t r1 = atomic_load(&c->received), t1 = bench_clock_ns();
+    double cpu1 = bench_cpu_clock_ns();
     int rc = bus_error(pipe);
     gst_element_set_state(pipe, GST_STATE_NULL);
     gst_object_unref(pipe);
@@ -223,26 +223,19 @@ int main(int argc, char **argv)
 {
     peer_opts o;
     bool done;
-    int rc = peer_parse_args(argc, argv,
+    int rc = peer_parse_args(argc, argv, "zfpeer-gst", "pipeline",
                              "usage: zfpeer-gst [pipeline] [options]\n"
                              "  fakesrc ! queue ! queue ! queue ! fakesink (\"pipeline\")",
                              &o, &done);
     if (done)
         return rc;
-    if (o.which && strcmp(o.which, "pipeline") && strcmp(o.which, "all")) {
-        fprintf(stderr, "zfpeer-gst: unknown benchmark '%s' (pipeline)\n", o.which);
-        return 2;
-    }
     gst_init(NULL, NULL);
-    peer_result res[PEER_MAX_SIZES];
+    bench_result res[PEER_MAX_SIZES];
     size_t n = 0;
     for (size_t i = 0; i < o.n_sizes; i++) {
-        peer_result *r = &res[n];
-        memset(r, 0, sizeof *r);
-        r->bench = "pipeline";
         static const char *impls[] = {"gstreamer-q0", "gstreamer-q1", "gstreamer-q2"};
-        r->impl = o.queues < 3 ? impls[o.queues] : "gstreamer";
-        r->size = o.sizes[i];
+        bench_result *r = bench_result_init(
+            &res[n], "pipeline", o.queues < 3 ? impls[o.queues] : "gstreamer", o.sizes[i]);
         if (o.sizes[i] > INT_MAX) {
             fprintf(stderr, "zfpeer-gst: fakesrc's sizemax cannot be %zu bytes\n", o.sizes[i]);
             rc = 1;
@@ -255,6 +248,6 @@ int main(int argc, char **argv)
         }
         n++;
     }
-    peer_print(stdout, res, n, o.json);
+    bench_print(stdout, res, n, o.json, 10);
     return rc;
 }

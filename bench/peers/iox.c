@@ -45,24 +45,9 @@ typedef struct msg_hdr {
     uint64_t flags;
 } msg_hdr;
 
-typedef struct ctl {
-    _Alignas(64) atomic_uint_fast64_t received;
-    _Alignas(64) atomic_uint_fast64_t phases_done;
-    atomic_uint_fast64_t sub_ready; /* index + 1 of the size whose subscriber exists */
-    atomic_int failed;
-    size_t max_lat;
-    double lat[];
-} ctl;
-
 static size_t queue_cap(size_t size)
 {
-    return peer_queue_cap(size, 512u << 20, 1);
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
-    nanosleep(&ts, NULL);
+    return bench_queue_cap(size, 512u << 20, 1);
 }
 
 /* ---- RouDi ---- */
@@ -131,7 +116,7 @@ static pid_t start_roudi(const char *cfg, const char *log)
         }
         if (stat("/tmp/roudi", &st) == 0 && i >= 3)
             return pid;
-        sleep_ms(50);
+        peer_sleep_ms(50);
     }
     fprintf(stderr, "zfpeer-iox: RouDi did not come up; its log: %s\n", log);
     kill(pid, SIGKILL);
@@ -147,7 +132,7 @@ static void stop_roudi(pid_t pid)
     for (int i = 0; i < 200; i++) {
         if (waitpid(pid, NULL, WNOHANG) == pid)
             return;
-        sleep_ms(50);
+        peer_sleep_ms(50);
     }
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
@@ -161,15 +146,15 @@ static void service_name(size_t size, char *buf, size_t n)
 }
 
 /* One phase: chunks until the end flag. */
-static int receive_phase(iox_sub_t sub, iox_ws_t ws, ctl *c, bool record)
+static int receive_phase(iox_sub_t sub, iox_ws_t ws, peer_ctl *c, bool record)
 {
-    uint64_t k = 0, spin0 = peer_clock_ns();
+    uint64_t k = 0, spin0 = bench_clock_ns();
     iox_notification_info_t info[1];
     for (;;) {
         const void *p = NULL;
         enum iox_ChunkReceiveResult r = iox_sub_take_chunk(sub, &p);
         if (r == ChunkReceiveResult_SUCCESS) {
-            uint64_t now = peer_clock_ns();
+            uint64_t now = bench_clock_ns();
             const msg_hdr *h = p;
             bool end = h->flags & FLAG_END;
             if (!end && record && k < c->max_lat)
@@ -179,29 +164,29 @@ static int receive_phase(iox_sub_t sub, iox_ws_t ws, ctl *c, bool record)
                 break;
             k++;
             atomic_store_explicit(&c->received, k, memory_order_release);
-            spin0 = peer_clock_ns();
+            spin0 = bench_clock_ns();
             continue;
         }
         if (r != ChunkReceiveResult_NO_CHUNK_AVAILABLE)
             return -1;
-        if (peer_clock_ns() - spin0 < PEER_SPIN_NS) {
+        if (bench_clock_ns() - spin0 < PEER_SPIN_NS) {
             peer_cpu_relax();
             continue;
         }
         uint64_t missed = 0;
         struct timespec timeout = {0, 10000000};
         iox_ws_timed_wait(ws, timeout, info, 1, &missed);
-        spin0 = peer_clock_ns();
+        spin0 = bench_clock_ns();
     }
     atomic_fetch_add_explicit(&c->phases_done, 1, memory_order_release);
     return 0;
 }
 
-static int subscriber_main(const peer_opts *o, ctl *c)
+static int subscriber_main(const peer_opts *o, peer_ctl *c)
 {
     iox_set_loglevel(Iceoryx_LogLevel_Warn);
     iox_runtime_init("zfpeer-iox-sub");
-    peer_pin(1);
+    bench_pin(1);
     int rc = 0;
     for (size_t i = 0; i < o->n_sizes && rc == 0; i++) {
         char inst[32];
@@ -218,8 +203,8 @@ static int subscriber_main(const peer_opts *o, ctl *c)
         iox_ws_t ws = iox_ws_init(&wss);
         iox_ws_attach_subscriber_state(ws, sub, SubscriberState_HAS_DATA, 0, NULL);
         while (iox_sub_get_subscription_state(sub) != SubscribeState_SUBSCRIBED)
-            sleep_ms(1);
-        atomic_store(&c->sub_ready, i + 1);
+            peer_sleep_ms(1);
+        atomic_store(&c->ready, i + 1); /* the subscriber exists */
         if (receive_phase(sub, ws, c, true) != 0 || receive_phase(sub, ws, c, false) != 0) {
             atomic_store(&c->failed, 1);
             atomic_fetch_add(&c->phases_done, 2);
@@ -237,9 +222,10 @@ static int subscriber_main(const peer_opts *o, ctl *c)
 
 typedef struct pubctx {
     iox_pub_t pub;
-    ctl *c;
+    peer_ctl *c;
     pid_t child;
     uint64_t phase;
+    size_t size; /* of the chunks of this phase */
 } pubctx;
 
 static void *loan(iox_pub_t pub, size_t size)
@@ -261,7 +247,7 @@ static int publish(pubctx *x, size_t size, uint64_t flags)
     if (!h)
         return -1;
     h->flags = flags;
-    h->stamp = peer_clock_ns();
+    h->stamp = bench_clock_ns();
     iox_pub_publish_chunk(x->pub, h);
     return 0;
 }
@@ -270,27 +256,25 @@ static int end_phase(pubctx *x, size_t size)
 {
     if (publish(x, size, FLAG_END) != 0)
         return -1;
-    x->phase++;
-    while (atomic_load_explicit(&x->c->phases_done, memory_order_acquire) < x->phase)
-        peer_cpu_relax();
-    return atomic_load(&x->c->failed) ? -1 : 0;
+    return peer_wait_phase(x->c, ++x->phase, 0, NULL);
 }
 
-struct send_arg {
-    pubctx *x;
-    size_t size;
-};
-
-static int send_lat(void *arg)
+static int send_chunk(void *arg)
 {
-    struct send_arg *a = arg;
-    return publish(a->x, a->size, 0);
+    pubctx *x = arg;
+    return publish(x, x->size, 0);
 }
 
-static int run_size(const peer_opts *o, pubctx *x, size_t i, peer_result *r)
+static int end_chunk(void *arg)
+{
+    pubctx *x = arg;
+    return end_phase(x, x->size);
+}
+
+static int run_size(const peer_opts *o, pubctx *x, size_t i, bench_result *r)
 {
     size_t size = o->sizes[i];
-    ctl *c = x->c;
+    peer_ctl *c = x->c;
     char inst[32];
     service_name(size, inst, sizeof inst);
     iox_pub_options_t po;
@@ -301,83 +285,36 @@ static int run_size(const peer_opts *o, pubctx *x, size_t i, peer_result *r)
     iox_pub_storage_t ps;
     x->pub = iox_pub_init(&ps, "zfpeer", inst, "data", &po);
     int rc = -1;
-    uint64_t t_wait = peer_clock_ns() + 10000000000u;
-    while (atomic_load(&c->sub_ready) < i + 1 || !iox_pub_has_subscribers(x->pub)) {
-        if (peer_clock_ns() > t_wait) {
+    uint64_t t_wait = bench_clock_ns() + 10000000000u;
+    while (atomic_load(&c->ready) < i + 1 || !iox_pub_has_subscribers(x->pub)) {
+        if (bench_clock_ns() > t_wait) {
             fprintf(stderr, "zfpeer-iox: the subscriber did not connect\n");
             goto out;
         }
-        sleep_ms(1);
+        peer_sleep_ms(1);
     }
 
-    /* Latency: one in flight; warm-up samples dropped. */
-    struct send_arg a = {x, size};
-    size_t warm = 0;
-    atomic_store(&c->received, 0);
-    long sent = peer_latency_phase(o, size, send_lat, &a, &c->received, &c->failed, &warm);
-    if (sent < 0 || end_phase(x, size) != 0)
+    x->size = size;
+    const peer_hop h = {
+        .send = send_chunk, .end_phase = end_chunk, .arg = x, .c = c, .child = x->child};
+    if (peer_hop_run(o, size, &h, r) != 0)
         goto out;
-    if ((size_t)sent > warm)
-        peer_percentiles(c->lat + warm, (size_t)sent - warm, r);
-
-    /* Throughput: free-running; the window starts after the warm-up. */
-    atomic_store(&c->received, 0);
-    uint64_t t0 = peer_clock_ns(), warm_end = t0 + (uint64_t)(o->warm_s * 1e9);
-    uint64_t deadline = warm_end + (uint64_t)(o->seconds * 1e9);
-    uint64_t r0 = 0, r1 = 0, t_start = 0, t_stop = 0;
-    double cpu0 = 0, cpu1 = 0;
-    bool in_window = false;
-    for (;;) {
-        if (publish(x, size, 0) != 0)
-            goto out;
-        uint64_t now = peer_clock_ns();
-        if (!in_window && now >= warm_end) {
-            in_window = true;
-            cpu0 = peer_cpu_ns() + peer_cpu_ns_of(x->child);
-            r0 = atomic_load(&c->received);
-            t_start = peer_clock_ns();
-        } else if (in_window && now >= deadline) {
-            r1 = atomic_load(&c->received);
-            t_stop = peer_clock_ns();
-            cpu1 = peer_cpu_ns() + peer_cpu_ns_of(x->child);
-            break;
-        }
-    }
-    if (end_phase(x, size) != 0)
-        goto out;
-    r->msgs_per_s = (double)(r1 - r0) / ((double)(t_stop - t_start) / 1e9);
-    r->cpu_ns_per_msg = r1 > r0 ? (cpu1 - cpu0) / (double)(r1 - r0) : 0;
     rc = 0;
 out:
     iox_pub_deinit(x->pub);
     return rc;
 }
 
-static size_t max_samples(const peer_opts *o)
-{
-    size_t m = 0;
-    for (size_t i = 0; i < o->n_sizes; i++) {
-        size_t n = peer_samples_for(o, o->sizes[i]);
-        n += peer_warmup_for(n);
-        m = n > m ? n : m;
-    }
-    return m;
-}
-
 /* The publisher process: runs every size, writes results into `res`. */
-static int publisher_main(const peer_opts *o, ctl *c, pid_t sub, peer_result *res, size_t *n)
+static int publisher_main(const peer_opts *o, peer_ctl *c, pid_t sub, bench_result *res, size_t *n)
 {
     iox_set_loglevel(Iceoryx_LogLevel_Warn);
     iox_runtime_init("zfpeer-iox-pub");
-    peer_pin(0);
+    bench_pin(0);
     pubctx x = {.c = c, .child = sub};
     int rc = 0;
     for (size_t i = 0; i < o->n_sizes && rc == 0; i++) {
-        peer_result *r = &res[*n];
-        memset(r, 0, sizeof *r);
-        r->bench = "ipc_hop";
-        r->impl = "iceoryx";
-        r->size = o->sizes[i];
+        bench_result *r = bench_result_init(&res[*n], "ipc_hop", "iceoryx", o->sizes[i]);
         if (run_size(o, &x, i, r) != 0) {
             fprintf(stderr, "zfpeer-iox: failed at %zu bytes\n", o->sizes[i]);
             rc = -1;
@@ -393,17 +330,13 @@ int main(int argc, char **argv)
 {
     peer_opts o;
     bool done;
-    int rc = peer_parse_args(argc, argv,
+    int rc = peer_parse_args(argc, argv, "zfpeer-iox", "ipc_hop",
                              "usage: zfpeer-iox [ipc_hop] [options]\n"
                              "  one hop between two processes through iceoryx (\"ipc_hop\");\n"
                              "  starts and stops its own RouDi ($ZF_IOX_ROUDI or iox-roudi)",
                              &o, &done);
     if (done)
         return rc;
-    if (o.which && strcmp(o.which, "ipc_hop") && strcmp(o.which, "all")) {
-        fprintf(stderr, "zfpeer-iox: unknown benchmark '%s' (ipc_hop)\n", o.which);
-        return 2;
-    }
     for (size_t i = 0; i < o.n_sizes; i++) {
         if (o.sizes[i] < sizeof(msg_hdr) || o.sizes[i] > (size_t)UINT32_MAX - 4096) {
             fprintf(stderr, "zfpeer-iox: %zu bytes: iceoryx chunks hold 16 B to 4 GiB here\n",
@@ -424,14 +357,12 @@ int main(int argc, char **argv)
         return 1;
     }
     /* Shared with the two children: control block, samples, results. */
-    size_t lat_n = max_samples(&o), ctl_bytes = sizeof(ctl) + lat_n * sizeof(double);
-    size_t res_bytes = sizeof(size_t) + PEER_MAX_SIZES * sizeof(peer_result);
-    ctl *c = peer_shared_alloc(ctl_bytes);
+    size_t ctl_bytes, res_bytes = sizeof(size_t) + PEER_MAX_SIZES * sizeof(bench_result);
+    peer_ctl *c = peer_ctl_alloc(&o, &ctl_bytes);
     size_t *n_res = peer_shared_alloc(res_bytes);
     if (!c || !n_res)
         return 1;
-    peer_result *res = (peer_result *)(n_res + 1);
-    c->max_lat = lat_n;
+    bench_result *res = (bench_result *)(n_res + 1);
 
     pid_t roudi = start_roudi(cfg, log);
     if (roudi < 0)
@@ -468,7 +399,7 @@ int main(int argc, char **argv)
     } else {
         fprintf(stderr, "zfpeer-iox: RouDi's config and log are in %s\n", dir);
     }
-    peer_print(stdout, res, *n_res, o.json);
+    bench_print(stdout, res, *n_res, o.json, 10);
     peer_shared_free(c, ctl_bytes);
     peer_shared_free(n_res, res_bytes);
     return rc;

@@ -1,16 +1,14 @@
-/* zflow's benchmark peers: flags, clocks, percentiles, JSON (zf-bench's). */
+/* zflow's benchmark peers: flags, the shared control block, the phases of
+ * a hop (the clocks, percentiles and JSON are bench/common's). */
 #include "peer.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
-#include <unistd.h>
 
 static const char common_usage[] =
     "options (zf-bench's):\n"
@@ -70,7 +68,8 @@ static int parse_sizes(const char *arg, peer_opts *o)
     return rc == 0 && o->n_sizes ? 0 : -1;
 }
 
-int peer_parse_args(int argc, char **argv, const char *usage, peer_opts *o, bool *done)
+int peer_parse_args(int argc, char **argv, const char *prog, const char *bench, const char *usage,
+                    peer_opts *o, bool *done)
 {
     *o = (peer_opts){.seconds = 1.0,
                      .samples = 20000,
@@ -114,6 +113,11 @@ int peer_parse_args(int argc, char **argv, const char *usage, peer_opts *o, bool
                         "--queues 0 to 8\n");
         goto bad;
     }
+    if (bench && o->which && strcmp(o->which, bench) && strcmp(o->which, "all")) {
+        fprintf(stderr, "%s: unknown benchmark '%s' (%s)\n", prog, o->which, bench);
+        *done = true;
+        return 2;
+    }
     return 0;
 bad:
     fprintf(stderr, "%s\n%s", usage, common_usage);
@@ -121,86 +125,74 @@ bad:
     return 2;
 }
 
-uint64_t peer_clock_ns(void)
+size_t peer_max_size(const peer_opts *o)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    size_t m = 0;
+    for (size_t i = 0; i < o->n_sizes; i++)
+        m = o->sizes[i] > m ? o->sizes[i] : m;
+    return m;
 }
 
-static double ts_ns(const struct timespec *ts)
+size_t peer_max_samples(const peer_opts *o)
 {
-    return (double)ts->tv_sec * 1e9 + (double)ts->tv_nsec;
+    size_t m = 0;
+    for (size_t i = 0; i < o->n_sizes; i++) {
+        size_t n = bench_samples_for(o->samples, o->sizes[i]);
+        n += bench_warmup_for(n);
+        m = n > m ? n : m;
+    }
+    return m;
 }
 
-double peer_cpu_ns(void)
+void peer_sleep_ms(long ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts_ns(&ts);
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000};
+    nanosleep(&ts, NULL);
 }
 
-double peer_cpu_ns_of(pid_t pid)
+int peer_wait_phase(peer_ctl *c, uint64_t phase, uint64_t timeout_ns, const char *late)
 {
-    clockid_t cid;
-    struct timespec ts;
-    if (clock_getcpuclockid(pid, &cid) != 0 || clock_gettime(cid, &ts) != 0)
-        return 0;
-    return ts_ns(&ts);
+    uint64_t t_end = timeout_ns ? bench_clock_ns() + timeout_ns : 0;
+    while (atomic_load_explicit(&c->phases_done, memory_order_acquire) < phase) {
+        if (t_end && bench_clock_ns() > t_end) {
+            fprintf(stderr, "%s\n", late);
+            return -1;
+        }
+        peer_cpu_relax();
+    }
+    return atomic_load(&c->failed) ? -1 : 0;
 }
 
-void peer_pin(int cpu)
+peer_ctl *peer_ctl_alloc(const peer_opts *o, size_t *bytes)
 {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    if (n < 2)
-        return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu % n, &set);
-    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    size_t lat_n = peer_max_samples(o);
+    *bytes = sizeof(peer_ctl) + lat_n * sizeof(double);
+    peer_ctl *c = peer_shared_alloc(*bytes);
+    if (c)
+        c->max_lat = lat_n;
+    return c;
 }
 
-size_t peer_samples_for(const peer_opts *o, size_t size)
+/* The latency phase: returns the messages sent (-1 on failure) and sets
+ * *warm: samples [*warm, sent) are the measured ones. */
+static long latency_phase(const peer_opts *o, size_t size, const peer_hop *h, size_t *warm)
 {
-    size_t n = o->samples;
-    if (size >= (64u << 20))
-        n /= 20;
-    else if (size >= (8u << 20))
-        n /= 5;
-    return n < 200 ? 200 : n;
-}
-
-size_t peer_warmup_for(size_t samples)
-{
-    return samples / 10 + 10;
-}
-
-size_t peer_queue_cap(size_t size, size_t budget, size_t links)
-{
-    size_t cap = budget / (size + 64) / (links ? links : 1);
-    return cap < 2 ? 2 : cap > 256 ? 256 : cap;
-}
-
-long peer_latency_phase(const peer_opts *o, size_t size, peer_send_fn send, void *arg,
-                        const atomic_uint_fast64_t *received, const atomic_int *failed,
-                        size_t *warm)
-{
-    size_t n = peer_samples_for(o, size);
-    size_t warm_n = peer_warmup_for(n);
-    uint64_t t0 = peer_clock_ns(), cap = (uint64_t)(o->max_lat_s * 1e9);
+    size_t n = bench_samples_for(o->samples, size);
+    size_t warm_n = bench_warmup_for(n);
+    uint64_t t0 = bench_clock_ns(), cap = (uint64_t)(o->max_lat_s * 1e9);
     uint64_t warm_end = t0 + cap / 10, t_end = t0 + cap;
     size_t sent = 0;
     *warm = 0;
     for (;;) {
-        if (send(arg) != 0)
+        if (h->send(h->arg) != 0)
             return -1;
         sent++;
-        while (atomic_load_explicit(received, memory_order_acquire) < sent) {
-            if (failed && atomic_load(failed))
+        while (atomic_load_explicit(&h->c->received, memory_order_acquire) < sent) {
+            if (atomic_load(&h->c->failed))
                 return -1;
             peer_cpu_relax();
         }
-        uint64_t now = peer_clock_ns();
+        uint64_t now = bench_clock_ns();
         if (!*warm) {
             if (sent >= warm_n || (sent >= 2 && now >= warm_end))
                 *warm = sent;
@@ -212,101 +204,53 @@ long peer_latency_phase(const peer_opts *o, size_t size, peer_send_fn send, void
     return (long)sent;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* Both sides' CPU time. */
+static double hop_cpu_ns(const peer_hop *h)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
+    return bench_cpu_clock_ns() + (h->child ? bench_cpu_ns_of(h->child) : 0);
 }
 
-void peer_percentiles(double *ns, size_t n, peer_result *r)
+int peer_hop_run(const peer_opts *o, size_t size, const peer_hop *h, bench_result *r)
 {
-    if (!n)
-        return;
-    qsort(ns, n, sizeof *ns, cmp_double);
-    double sum = 0;
-    for (size_t i = 0; i < n; i++)
-        sum += ns[i];
-    r->samples = n;
-    r->min_ns = ns[0];
-    r->p50_ns = ns[n / 2];
-    r->p99_ns = ns[(size_t)((double)n * 0.99)];
-    r->p999_ns = ns[(size_t)((double)n * 0.999)];
-    r->mean_ns = sum / (double)n;
-}
+    peer_ctl *c = h->c;
+    /* Latency: one in flight; warm-up samples dropped. */
+    size_t warm = 0;
+    atomic_store(&c->received, 0);
+    long sent = latency_phase(o, size, h, &warm);
+    if (sent < 0 || h->end_phase(h->arg) != 0)
+        return -1;
+    if ((size_t)sent > warm)
+        bench_percentiles(c->lat + warm, (size_t)sent - warm, r);
 
-static void machine(FILE *out, bool json)
-{
-    char model[256] = "unknown";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof line, f)) {
-            if (strncmp(line, "model name", 10) == 0) {
-                char *c = strchr(line, ':');
-                if (c) {
-                    c += 2;
-                    c[strcspn(c, "\n")] = 0;
-                    snprintf(model, sizeof model, "%s", c);
-                }
-                break;
-            }
+    /* Throughput: free-running; the window starts after the warm-up. */
+    atomic_store(&c->received, 0);
+    uint64_t t0 = bench_clock_ns(), warm_end = t0 + (uint64_t)(o->warm_s * 1e9);
+    uint64_t deadline = warm_end + (uint64_t)(o->seconds * 1e9);
+    uint64_t r0 = 0, r1 = 0, t_start = 0, t_stop = 0;
+    double cpu0 = 0, cpu1 = 0;
+    bool in_window = false;
+    for (;;) {
+        if (h->send(h->arg) != 0)
+            return -1;
+        uint64_t now = bench_clock_ns();
+        if (!in_window && now >= warm_end) {
+            in_window = true;
+            cpu0 = hop_cpu_ns(h);
+            r0 = atomic_load(&c->received);
+            t_start = bench_clock_ns();
+        } else if (in_window && now >= deadline) {
+            r1 = atomic_load(&c->received);
+            t_stop = bench_clock_ns();
+            cpu1 = hop_cpu_ns(h);
+            break;
         }
-        fclose(f);
     }
-    /* JSON strings: drop what would need escaping. */
-    for (char *c = model; *c; c++)
-        if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20)
-            *c = ' ';
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    long mem_mib = sysconf(_SC_PHYS_PAGES) / 1024 * (sysconf(_SC_PAGESIZE) / 1024);
-    if (json)
-        fprintf(out, "\"machine\":{\"cpu\":\"%s\",\"cores\":%ld,\"memory_mib\":%ld}", model, cores,
-                mem_mib);
-    else
-        fprintf(out, "machine: %s, %ld cores, %ld MiB\n", model, cores, mem_mib);
-}
-
-void peer_human_size(size_t s, char *buf, size_t n)
-{
-    if (s >= (1u << 20) && s % (1u << 20) == 0)
-        snprintf(buf, n, "%zu MiB", s >> 20);
-    else if (s >= 1024 && s % 1024 == 0)
-        snprintf(buf, n, "%zu KiB", s >> 10);
-    else
-        snprintf(buf, n, "%zu B", s);
-}
-
-void peer_print(FILE *out, const peer_result *res, size_t n, bool json)
-{
-    if (json) {
-        fprintf(out, "{");
-        machine(out, true);
-        fprintf(out, ",\"results\":[\n");
-    } else {
-        machine(out, false);
-    }
-    for (size_t i = 0; i < n; i++) {
-        const peer_result *r = &res[i];
-        if (json) {
-            fprintf(out,
-                    "%s{\"bench\":\"%s\",\"impl\":\"%s\",\"size\":%zu,\"samples\":%zu,"
-                    "\"p50_ns\":%.0f,\"p99_ns\":%.0f,\"p999_ns\":%.0f,\"mean_ns\":%.0f,"
-                    "\"min_ns\":%.0f,\"msgs_per_s\":%.0f,\"cpu_ns_per_msg\":%.0f}",
-                    i ? ",\n" : "", r->bench, r->impl, r->size, r->samples, r->p50_ns, r->p99_ns,
-                    r->p999_ns, r->mean_ns, r->min_ns, r->msgs_per_s, r->cpu_ns_per_msg);
-            continue;
-        }
-        char sz[32];
-        peer_human_size(r->size, sz, sizeof sz);
-        fprintf(out,
-                "%-9s %-10s %9s  p50 %10.0f ns  p99 %10.0f ns  p99.9 %10.0f ns  %12.0f msg/s  "
-                "%8.0f cpu-ns/msg\n",
-                r->bench, r->impl, sz, r->p50_ns, r->p99_ns, r->p999_ns, r->msgs_per_s,
-                r->cpu_ns_per_msg);
-    }
-    if (json)
-        fprintf(out, "\n]}\n");
-    fflush(out);
+    if (h->end_phase(h->arg) != 0)
+        return -1;
+    uint64_t got = r1 - r0;
+    r->msgs_per_s = (double)got / ((double)(t_stop - t_start) / 1e9);
+    r->cpu_ns_per_msg = got ? (cpu1 - cpu0) / (double)got : 0;
+    return 0;
 }
 
 void *peer_shared_alloc(size_t bytes)
@@ -319,12 +263,4 @@ void peer_shared_free(void *p, size_t bytes)
 {
     if (p)
         munmap(p, bytes);
-}
-
-void *peer_touched_alloc(size_t size)
-{
-    char *p = malloc(size ? size : 1);
-    if (p)
-        memset(p, 0x5a, size);
-    return p;
 }

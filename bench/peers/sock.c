@@ -35,18 +35,9 @@ typedef struct msg_hdr {
     uint64_t stamp;
 } msg_hdr;
 
-/* Shared between sender and receiver (threads, or processes via mmap). */
-typedef struct ctl {
-    _Alignas(64) atomic_uint_fast64_t received;
-    _Alignas(64) atomic_uint_fast64_t phases_done;
-    atomic_int failed;
-    size_t max_lat;
-    double lat[]; /* latency samples of the current phase */
-} ctl;
-
 typedef struct receiver {
     int fd;
-    ctl *c;
+    peer_ctl *c;
     char *buf;
     size_t buf_size;
     size_t phases; /* phases to run before returning */
@@ -60,7 +51,7 @@ static int read_full(int fd, void *p, size_t n, bool spin)
     char *b = p;
     size_t got = 0;
     if (spin) {
-        uint64_t t0 = peer_clock_ns();
+        uint64_t t0 = bench_clock_ns();
         while (got == 0) {
             ssize_t r = recv(fd, b, n, MSG_DONTWAIT);
             if (r > 0)
@@ -69,7 +60,7 @@ static int read_full(int fd, void *p, size_t n, bool spin)
                 return -1;
             else if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
                 return -1;
-            else if (peer_clock_ns() - t0 > PEER_SPIN_NS)
+            else if (bench_clock_ns() - t0 > PEER_SPIN_NS)
                 break;
             else
                 peer_cpu_relax();
@@ -120,7 +111,7 @@ static int receive_phase(receiver *rx, bool record)
             break;
         if (h.len > rx->buf_size || read_full(rx->fd, rx->buf, h.len, false) != 0)
             return -1;
-        uint64_t now = peer_clock_ns();
+        uint64_t now = bench_clock_ns();
         if (record && k < rx->c->max_lat)
             rx->c->lat[k] = (double)(now - h.stamp);
         k++;
@@ -133,7 +124,7 @@ static int receive_phase(receiver *rx, bool record)
 static void *receiver_main(void *arg)
 {
     receiver *rx = arg;
-    peer_pin(1);
+    bench_pin(1);
     for (size_t i = 0; i < rx->phases; i++) {
         if (receive_phase(rx, i % 2 == 0) != 0) {
             atomic_store(&rx->c->failed, 1);
@@ -146,88 +137,47 @@ static void *receiver_main(void *arg)
 
 static int send_msg(int fd, const char *payload, size_t len)
 {
-    msg_hdr h = {.len = len, .stamp = peer_clock_ns()};
+    msg_hdr h = {.len = len, .stamp = bench_clock_ns()};
     struct iovec iov[2] = {{&h, sizeof h}, {(void *)payload, len}};
     return write_full(fd, iov, len ? 2 : 1);
 }
 
-static int end_phase(int fd, ctl *c, uint64_t phase)
+static int end_phase(int fd, peer_ctl *c, uint64_t phase)
 {
     msg_hdr h = {.len = END_OF_PHASE};
     struct iovec iov = {&h, sizeof h};
     if (write_full(fd, &iov, 1) != 0)
         return -1;
-    while (atomic_load_explicit(&c->phases_done, memory_order_acquire) < phase)
-        peer_cpu_relax();
-    return atomic_load(&c->failed) ? -1 : 0;
+    return peer_wait_phase(c, phase, 0, NULL);
 }
 
 typedef struct sender {
     int fd;
-    ctl *c;
+    peer_ctl *c;
     const char *payload;
+    size_t size; /* of the messages of this phase */
     pid_t child; /* 0: the receiver is a thread of this process */
     uint64_t phase;
 } sender;
 
-static double cpu_now(const sender *s)
+static int send_one(void *arg)
 {
-    return peer_cpu_ns() + (s->child ? peer_cpu_ns_of(s->child) : 0);
+    sender *s = arg;
+    return send_msg(s->fd, s->payload, s->size);
 }
 
-struct send_arg {
-    sender *s;
-    size_t size;
-};
-
-static int send_lat(void *arg)
+static int end_one(void *arg)
 {
-    struct send_arg *a = arg;
-    return send_msg(a->s->fd, a->s->payload, a->size);
+    sender *s = arg;
+    return end_phase(s->fd, s->c, ++s->phase);
 }
 
-static int run_size(const peer_opts *o, sender *s, size_t size, peer_result *r)
+static int run_size(const peer_opts *o, sender *s, size_t size, bench_result *r)
 {
-    ctl *c = s->c;
-    /* Latency: one in flight; warm-up samples dropped. */
-    struct send_arg a = {s, size};
-    size_t warm = 0;
-    atomic_store(&c->received, 0);
-    long sent = peer_latency_phase(o, size, send_lat, &a, &c->received, &c->failed, &warm);
-    if (sent < 0 || end_phase(s->fd, c, ++s->phase) != 0)
-        return -1;
-    if ((size_t)sent > warm)
-        peer_percentiles(c->lat + warm, (size_t)sent - warm, r);
-
-    /* Throughput: free-running; the window starts after the warm-up. */
-    atomic_store(&c->received, 0);
-    uint64_t t0 = peer_clock_ns(), warm_end = t0 + (uint64_t)(o->warm_s * 1e9);
-    uint64_t deadline = warm_end + (uint64_t)(o->seconds * 1e9);
-    uint64_t r0 = 0, r1 = 0, t_start = 0, t_stop = 0;
-    double cpu0 = 0, cpu1 = 0;
-    bool in_window = false;
-    for (;;) {
-        if (send_msg(s->fd, s->payload, size) != 0)
-            return -1;
-        uint64_t now = peer_clock_ns();
-        if (!in_window && now >= warm_end) {
-            in_window = true;
-            cpu0 = cpu_now(s);
-            r0 = atomic_load(&c->received);
-            t_start = peer_clock_ns();
-        } else if (in_window && now >= deadline) {
-            r1 = atomic_load(&c->received);
-            t_stop = peer_clock_ns();
-            cpu1 = cpu_now(s);
-            break;
-        }
-    }
-    if (end_phase(s->fd, c, ++s->phase) != 0)
-        return -1;
-    uint64_t got = r1 - r0;
-    r->msgs_per_s = (double)got / ((double)(t_stop - t_start) / 1e9);
-    r->cpu_ns_per_msg = got ? (cpu1 - cpu0) / (double)got : 0;
-    return 0;
+    s->size = size;
+    const peer_hop h = {
+        .send = send_one, .end_phase = end_one, .arg = s, .c = s->c, .child = s->child};
+    return peer_hop_run(o, size, &h, r);
 }
 
 static int tune_socket(int fd, bool tcp)
@@ -263,36 +213,15 @@ fail:
     return -1;
 }
 
-static size_t max_samples(const peer_opts *o)
+static int run(const peer_opts *o, bool tcp, bench_result *res, size_t *n_res)
 {
-    size_t m = 0;
-    for (size_t i = 0; i < o->n_sizes; i++) {
-        size_t n = peer_samples_for(o, o->sizes[i]);
-        n += peer_warmup_for(n);
-        m = n > m ? n : m;
-    }
-    return m;
-}
-
-static size_t max_size(const peer_opts *o)
-{
-    size_t m = 0;
-    for (size_t i = 0; i < o->n_sizes; i++)
-        m = o->sizes[i] > m ? o->sizes[i] : m;
-    return m;
-}
-
-static int run(const peer_opts *o, bool tcp, peer_result *res, size_t *n_res)
-{
-    size_t lat_n = max_samples(o), big = max_size(o);
-    size_t ctl_bytes = sizeof(ctl) + lat_n * sizeof(double);
-    ctl *c = peer_shared_alloc(ctl_bytes);
-    char *payload = peer_touched_alloc(big);
+    size_t big = peer_max_size(o), ctl_bytes;
+    peer_ctl *c = peer_ctl_alloc(o, &ctl_bytes);
+    char *payload = bench_touched_alloc(big);
     if (!c || !payload) {
         fprintf(stderr, "zfpeer-sock: out of memory\n");
         return -1;
     }
-    c->max_lat = lat_n;
     int fds[2] = {-1, -1};
     if (tcp ? tcp_pair(fds) : socketpair(AF_UNIX, SOCK_STREAM, 0, fds)) {
         perror("zfpeer-sock: socket");
@@ -302,7 +231,7 @@ static int run(const peer_opts *o, bool tcp, peer_result *res, size_t *n_res)
     sender s = {.fd = fds[0], .c = c, .payload = payload};
     pthread_t thr;
     if (tcp) {
-        rx.buf = peer_touched_alloc(big);
+        rx.buf = bench_touched_alloc(big);
         if (!rx.buf || pthread_create(&thr, NULL, receiver_main, &rx) != 0)
             return -1;
     } else {
@@ -312,7 +241,7 @@ static int run(const peer_opts *o, bool tcp, peer_result *res, size_t *n_res)
             return -1;
         if (s.child == 0) {
             close(fds[0]);
-            rx.buf = peer_touched_alloc(big);
+            rx.buf = bench_touched_alloc(big);
             if (!rx.buf)
                 _exit(1);
             receiver_main(&rx);
@@ -320,14 +249,11 @@ static int run(const peer_opts *o, bool tcp, peer_result *res, size_t *n_res)
         }
         close(fds[1]);
     }
-    peer_pin(0);
+    bench_pin(0);
     int rc = 0;
     for (size_t i = 0; i < o->n_sizes && rc == 0; i++) {
-        peer_result *r = &res[*n_res];
-        memset(r, 0, sizeof *r);
-        r->bench = tcp ? "hop" : "ipc_hop";
-        r->impl = tcp ? "tcp" : "uds";
-        r->size = o->sizes[i];
+        bench_result *r = bench_result_init(&res[*n_res], tcp ? "hop" : "ipc_hop",
+                                            tcp ? "tcp" : "uds", o->sizes[i]);
         rc = run_size(o, &s, o->sizes[i], r);
         if (rc == 0)
             (*n_res)++;
@@ -352,7 +278,7 @@ int main(int argc, char **argv)
 {
     peer_opts o;
     bool done;
-    int rc = peer_parse_args(argc, argv,
+    int rc = peer_parse_args(argc, argv, "zfpeer-sock", NULL,
                              "usage: zfpeer-sock tcp|uds|all [options]\n"
                              "  tcp  one hop between two threads over TCP on 127.0.0.1 (\"hop\")\n"
                              "  uds  one hop between two processes over a Unix domain socket "
@@ -367,12 +293,12 @@ int main(int argc, char **argv)
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
-    peer_result res[2 * PEER_MAX_SIZES];
+    bench_result res[2 * PEER_MAX_SIZES];
     size_t n = 0;
     if (all || !strcmp(w, "tcp"))
         rc |= run(&o, true, res, &n);
     if (all || !strcmp(w, "uds"))
         rc |= run(&o, false, res, &n);
-    peer_print(stdout, res, n, o.json);
+    bench_print(stdout, res, n, o.json, 10);
     return rc ? 1 : 0;
 }

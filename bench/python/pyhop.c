@@ -13,14 +13,14 @@
  *
  * ZF_BENCH_NODES and ZF_PYHOP_SCRIPT override where the bench node
  * libraries and hop_op.py are. */
-#include "bench_shared.h"
+#include "bench_common.h"
+#include "bench_flow.h"
 
 #include <zflow/zflow.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const char *env_or(const char *name, const char *def)
 {
@@ -28,94 +28,24 @@ static const char *env_or(const char *name, const char *def)
     return v && *v ? v : def;
 }
 
-static char *descriptor(bench_shared *b, bool python, uint32_t cap)
-{
-    char *s = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&s, &len);
-    const char *dir = env_or("ZF_BENCH_NODES", ZF_BENCH_NODES_DIR);
-    unsigned long long addr = (unsigned long long)(uintptr_t)b;
-    fprintf(f, "name: pyhop\n");
-    fprintf(f,
-            "sources:\n  - id: src\n    library: \"%s/libbench_source.so\"\n"
-            "    configuration: {shared: %llu}\n    outputs: [out]\n",
-            dir, addr);
-    if (python)
-        fprintf(f, "operators:\n  - id: op\n    python: \"%s\"\n",
-                env_or("ZF_PYHOP_SCRIPT", ZF_PYHOP_SCRIPT));
-    else
-        fprintf(f, "operators:\n  - id: op\n    library: \"%s/libbench_op.so\"\n", dir);
-    fprintf(f, "    inputs: [in]\n    outputs: [out]\n");
-    fprintf(f,
-            "sinks:\n  - id: sink\n    library: \"%s/libbench_sink.so\"\n"
-            "    configuration: {shared: %llu}\n    inputs: [in]\n",
-            dir, addr);
-    fprintf(f,
-            "links:\n"
-            "  - {from: {node: src, output: out}, to: {node: op, input: in}, "
-            "queue: {capacity: %u}}\n"
-            "  - {from: {node: op, output: out}, to: {node: sink, input: in}, "
-            "queue: {capacity: %u}}\n",
-            cap, cap);
-    fclose(f);
-    return s;
-}
-
 /* One run until `want` capsules arrived (0: for `seconds`). */
 static int phase(bench_shared *b, bool python, uint32_t cap, double seconds, uint64_t want,
                  double *elapsed_s)
 {
-    char *yaml = descriptor(b, python, cap);
-    zf_diag *diag = zf_diag_new();
-    zf_flow *f = NULL;
-    zf_runtime *rt = NULL;
-    zf_instance *inst = NULL;
-    int rc = -1;
-    zf_runtime_options ro = {.workers = 2};
-    if (zf_flow_load_string(yaml, strlen(yaml), "pyhop", NULL, NULL, diag, &f) != ZF_OK ||
-        zf_runtime_create(&ro, &rt) != ZF_OK ||
-        zf_instance_create(rt, f, NULL, diag, &inst) != ZF_OK) {
-        char *t = zf_diag_format(diag);
-        fprintf(stderr, "pyhop: %s%s\n", t && *t ? t : "", zf_last_error());
-        free(t);
-        goto out;
-    }
-    uint64_t t0 = zf_clock_ns(), deadline = t0 + (uint64_t)(seconds * 1e9);
-    zf_instance_start(inst);
-    for (;;) {
-        uint64_t now = zf_clock_ns();
-        uint64_t got = atomic_load(&b->received);
-        if ((want && got >= want) || now >= deadline)
-            break;
-        struct timespec ts = {0, 1000000};
-        nanosleep(&ts, NULL);
-    }
-    atomic_store(&b->stop, 1);
-    *elapsed_s = (double)(zf_clock_ns() - t0) / 1e9;
-    zf_instance_stop(inst, NULL);
-    rc = 0;
-out:
-    zf_instance_destroy(inst);
-    zf_runtime_destroy(rt);
-    zf_flow_free(f);
-    zf_diag_free(diag);
-    free(yaml);
-    return rc;
+    const bench_flow fl = {
+        .name = "pyhop",
+        .prog = "pyhop",
+        .nodes_dir = env_or("ZF_BENCH_NODES", ZF_BENCH_NODES_DIR),
+        .ops = 1,
+        .python = python ? env_or("ZF_PYHOP_SCRIPT", ZF_PYHOP_SCRIPT) : NULL,
+    };
+    return bench_flow_phase(&fl, b, cap, seconds, want, elapsed_s, NULL);
 }
 
-static int cmp(const void *a, const void *b)
+/* Latency (p50, p99) and msgs_per_s of one operator at one size. */
+static int measure(size_t size, bool python, size_t n, double seconds, bench_result *r)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-typedef struct result {
-    double p50_us, p99_us, msgs_per_s;
-} result;
-
-static int measure(size_t size, bool python, size_t n, double seconds, result *r)
-{
-    size_t warm = n / 10 + 10;
+    size_t warm = bench_warmup_for(n);
     bench_shared *b = calloc(1, sizeof *b);
     b->size = size;
     b->lockstep = 1;
@@ -132,33 +62,19 @@ static int measure(size_t size, bool python, size_t n, double seconds, result *r
         fprintf(stderr, "pyhop: only %llu samples\n", (unsigned long long)got);
         return -1;
     }
-    size_t m = (size_t)(got - warm);
-    qsort(b->lat_ns + warm, m, sizeof(double), cmp);
-    r->p50_us = b->lat_ns[warm + m / 2] / 1e3;
-    r->p99_us = b->lat_ns[warm + (size_t)((double)m * 0.99)] / 1e3;
+    bench_percentiles(b->lat_ns + warm, (size_t)(got - warm), r);
     free(b->lat_ns);
     free(b);
 
     b = calloc(1, sizeof *b);
     b->size = size;
-    size_t cap = (size_t)(256u << 20) / (size + 64) / 2;
-    cap = cap < 2 ? 2 : cap > 256 ? 256 : cap;
+    size_t cap = bench_queue_cap(size, 256u << 20, 2);
     b->reserve = cap * 2 + 8;
     if (phase(b, python, (uint32_t)cap, seconds, 0, &el) != 0)
         return -1;
     r->msgs_per_s = (double)atomic_load(&b->received) / el;
     free(b);
     return 0;
-}
-
-static void human(size_t size, char *buf, size_t len)
-{
-    if (size >= (1u << 20) && size % (1u << 20) == 0)
-        snprintf(buf, len, "%zu MiB", size >> 20);
-    else if (size >= 1024 && size % 1024 == 0)
-        snprintf(buf, len, "%zu KiB", size >> 10);
-    else
-        snprintf(buf, len, "%zu B", size);
 }
 
 int main(int argc, char **argv)
@@ -191,17 +107,18 @@ int main(int argc, char **argv)
     printf("%-10s %-7s %10s %10s %12s\n", "size", "op", "p50 us", "p99 us", "msgs/s");
     for (size_t i = 0; i < n_sizes; i++) {
         size_t n = samples ? samples : sizes[i] >= (1u << 20) ? 500 : 20000;
-        result c, py;
+        bench_result c = {0}, py = {0};
         if (measure(sizes[i], false, n, seconds, &c) != 0 ||
             measure(sizes[i], true, n, seconds, &py) != 0)
             return 1;
         char h[32];
-        human(sizes[i], h, sizeof h);
-        printf("%-10s %-7s %10.2f %10.2f %12.0f\n", h, "C", c.p50_us, c.p99_us, c.msgs_per_s);
-        printf("%-10s %-7s %10.2f %10.2f %12.0f\n", h, "Python", py.p50_us, py.p99_us,
+        bench_human_size(sizes[i], h, sizeof h);
+        printf("%-10s %-7s %10.2f %10.2f %12.0f\n", h, "C", c.p50_ns / 1e3, c.p99_ns / 1e3,
+               c.msgs_per_s);
+        printf("%-10s %-7s %10.2f %10.2f %12.0f\n", h, "Python", py.p50_ns / 1e3, py.p99_ns / 1e3,
                py.msgs_per_s);
         printf("%-10s %-7s %10.2f %10s %12s   <- Python hop overhead (p50)\n", h, "delta",
-               py.p50_us - c.p50_us, "", "");
+               py.p50_ns / 1e3 - c.p50_ns / 1e3, "", "");
         fflush(stdout);
     }
     return 0;

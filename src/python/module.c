@@ -536,18 +536,28 @@ static zf_err do_send(zf_node *node, unsigned port, zf_data **d, bool try_only)
     Py_END_ALLOW_THREADS return e;
 }
 
-/* Context.send(port, data) */
-static PyObject *context_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* The arguments of Context.`name`(port, data): the node, and its output
+ * port in *port; NULL with an exception set if they are not right. */
+static zf_node *send_args(pyz_context *c, const char *name, PyObject *const *args, Py_ssize_t nargs,
+                          int *port)
 {
-    pyz_context *c = (pyz_context *)self;
-    if (nargs != 2)
-        return PyErr_Format(PyExc_TypeError, "send(port, data) takes 2 arguments (%zd given)",
-                            nargs);
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "%s(port, data) takes 2 arguments (%zd given)", name, nargs);
+        return NULL;
+    }
     zf_node *node = context_node(c);
     if (!node)
         return NULL;
-    int port = context_port(c, args[0], c->outputs, c->out_idx, "output");
-    if (port < 0)
+    *port = context_port(c, args[0], c->outputs, c->out_idx, "output");
+    return *port < 0 ? NULL : node;
+}
+
+/* Context.send(port, data) */
+static PyObject *context_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    int port;
+    zf_node *node = send_args((pyz_context *)self, "send", args, nargs, &port);
+    if (!node)
         return NULL;
     zf_data *d = to_capsule(args[1], false);
     if (!d)
@@ -561,15 +571,9 @@ static PyObject *context_send(PyObject *self, PyObject *const *args, Py_ssize_t 
 /* Context.try_send(port, data) -> bool: False (data untouched) when full. */
 static PyObject *context_try_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    pyz_context *c = (pyz_context *)self;
-    if (nargs != 2)
-        return PyErr_Format(PyExc_TypeError, "try_send(port, data) takes 2 arguments (%zd given)",
-                            nargs);
-    zf_node *node = context_node(c);
+    int port;
+    zf_node *node = send_args((pyz_context *)self, "try_send", args, nargs, &port);
     if (!node)
-        return NULL;
-    int port = context_port(c, args[0], c->outputs, c->out_idx, "output");
-    if (port < 0)
         return NULL;
     /* Share first; give the Python side up only once the send is taken. */
     PyObject *obj = args[1];

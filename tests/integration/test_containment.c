@@ -22,60 +22,21 @@ static uint64_t frame_block(void)
 static const char *pipeline(const char *policy, const char *detect_cfg, const char *extra_top,
                             const char *hang_timeout)
 {
-    static char buf[4096];
-    snprintf(buf, sizeof buf,
-             "name: cascade\n"
-             "%s\n"
-             "sources:\n"
-             "  - id: camera\n"
-             "    library: \"{{ SEED }}/libzf_camera.so\"\n"
-             "    period: 16.667ms\n"
-             "    configuration: {frame_bytes: %u, reserve: %d}\n"
-             "    outputs: [{id: frame, type: image/raw}]\n"
-             "operators:\n"
-             "  - id: detect\n"
-             "    library: \"{{ SEED }}/libzf_detect.so\"\n"
-             "    hang_timeout: %s\n"
-             "    configuration: {%s}\n"
-             "    inputs: [{id: frame, type: image/raw}]\n"
-             "    outputs: [{id: detection, type: detection}]\n"
-             "sinks:\n"
-             "  - id: motor\n"
-             "    library: \"{{ SEED }}/libzf_motor.so\"\n"
-             "    inputs: [{id: detection, type: detection}]\n"
-             "  - id: recorder\n"
-             "    library: \"{{ SEED }}/libzf_recorder.so\"\n"
-             "    inputs: [{id: frame, type: image/raw}]\n"
-             "links:\n"
-             "  - from: {node: camera, output: frame}\n"
-             "    to: {node: detect, input: frame}\n"
-             "    queue: {capacity: %d, policy: %s}\n"
-             "  - from: {node: camera, output: frame}\n"
-             "    to: {node: recorder, input: frame}\n"
-             "    queue: {capacity: %d, policy: %s}\n"
-             "  - from: {node: detect, output: detection}\n"
-             "    to: {node: motor, input: detection}\n"
-             "    queue: {capacity: 64, policy: block}\n",
-             extra_top, FRAME_BYTES, CAPACITY + 8, hang_timeout, detect_cfg, CAPACITY, policy,
-             CAPACITY, policy);
-    return buf;
+    const zt_seed s = {.name = "cascade",
+                       .top = extra_top,
+                       .reserve = CAPACITY + 8,
+                       .hang_timeout = hang_timeout,
+                       .detect_cfg = detect_cfg,
+                       .capacity = CAPACITY,
+                       .policy = policy};
+    return zt_seed_flow(&s);
 }
 
 static zf_instance *launch(const char *yaml, zf_flow **fo)
 {
     if (!rt)
         zf_runtime_create(NULL, &rt);
-    zf_diag *d = zf_diag_new();
-    zf_flow *f = zt_flow(yaml, NULL, d, NULL);
-    zf_instance *inst = f ? zt_start(rt, f, d) : NULL;
-    if (!inst) {
-        char *t = zf_diag_format(d);
-        fprintf(stderr, "%s", t);
-        free(t);
-    }
-    zf_diag_free(d);
-    *fo = f;
-    return inst;
+    return zt_launch(rt, yaml, NULL, fo);
 }
 
 static zf_node_stats stats(zf_instance *inst, const char *id, char *reason)

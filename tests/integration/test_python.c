@@ -93,112 +93,35 @@ static bool no_python(void)
 /* Create and start; NULL with the diagnostics printed. */
 static zf_instance *start(const char *yaml, zf_flow **fo)
 {
-    zf_diag *d = zf_diag_new();
-    zf_flow *f = zt_flow(yaml, vars, d, NULL);
-    zf_instance *inst = f ? zt_start(rt, f, d) : NULL;
-    if (!inst) {
-        char *t = zf_diag_format(d);
-        fprintf(stderr, "%s", t ? t : "");
-        free(t);
-        zf_flow_free(f);
-        f = NULL;
-    }
-    zf_diag_free(d);
-    *fo = f;
-    return inst;
+    return zt_launch(rt, yaml, vars, fo);
 }
 
-static bool wait_callbacks(zf_instance *inst, const char *id, uint64_t n, int timeout_ms)
+/* Start, wait (60 s at most) until node `id` has had `n` callbacks, stop. */
+static zt_outcome run_until(const char *yaml, const char *id, uint64_t n)
 {
-    for (int t = 0; t < timeout_ms; t += 5) {
-        zf_node_stats s;
-        if (zt_node_stats(inst, id, &s, NULL, 0) && s.callbacks >= n)
-            return true;
-        zt_sleep_ms(5);
-    }
-    return false;
+    return zt_run_until(rt, yaml, vars, id, n, 60000);
 }
 
-static zf_stop_report finish(zf_instance *inst, zf_flow *f)
-{
-    zf_stop_report r;
-    memset(&r, 0, sizeof r);
-    zf_instance_stop(inst, &r);
-    zf_instance_destroy(inst);
-    zf_flow_free(f);
-    return r;
-}
+/* A Python node's code line. */
+#define PY(script) "python: \"{{ PY }}/" script "\""
 
 /* gen (C) -> sink.py */
 static const char *c_to_py(const char *gen_cfg, const char *sink_cfg)
 {
-    static char y[2048];
-    snprintf(y, sizeof y,
-             "name: c-to-py\n"
-             "sources:\n"
-             "  - id: gen\n"
-             "    library: \"{{ NODES }}/libt_gen.so\"\n"
-             "    configuration: {%s}\n"
-             "    outputs: [{id: out, type: bytes}]\n"
-             "sinks:\n"
-             "  - id: sink\n"
-             "    python: \"{{ PY }}/sink.py\"\n"
-             "    configuration: {%s}\n"
-             "    inputs: [{id: in, type: bytes}]\n"
-             "links:\n"
-             "  - {from: {node: gen, output: out}, to: {node: sink, input: in}, "
-             "queue: {capacity: 8}}\n",
-             gen_cfg, sink_cfg);
-    return y;
+    const zt_node n[] = {{"gen", ZT_LIB("gen"), gen_cfg, "capacity: 8"},
+                         {"sink", PY("sink.py"), sink_cfg, NULL}};
+    return zt_chain("c-to-py", n, 2, true);
 }
 
 /* source.py -> count (C), optionally through relay (C) */
 static const char *py_to_c(const char *src_cfg, const char *relay_cfg, const char *sum)
 {
-    static char y[2048];
-    if (relay_cfg)
-        snprintf(y, sizeof y,
-                 "name: py-to-c\n"
-                 "sources:\n"
-                 "  - id: src\n"
-                 "    python: \"{{ PY }}/source.py\"\n"
-                 "    configuration: {%s}\n"
-                 "    outputs: [{id: out, type: bytes}]\n"
-                 "operators:\n"
-                 "  - id: relay\n"
-                 "    library: \"{{ NODES }}/libt_relay.so\"\n"
-                 "    configuration: {%s}\n"
-                 "    inputs: [{id: in, type: bytes}]\n"
-                 "    outputs: [{id: out, type: bytes}]\n"
-                 "sinks:\n"
-                 "  - id: sink\n"
-                 "    library: \"{{ NODES }}/libt_count.so\"\n"
-                 "    configuration: {summary: \"%s\"}\n"
-                 "    inputs: [{id: in, type: bytes}]\n"
-                 "links:\n"
-                 "  - {from: {node: src, output: out}, to: {node: relay, input: in}, "
-                 "queue: {capacity: 8}}\n"
-                 "  - {from: {node: relay, output: out}, to: {node: sink, input: in}, "
-                 "queue: {capacity: 8}}\n",
-                 src_cfg, relay_cfg, sum);
-    else
-        snprintf(y, sizeof y,
-                 "name: py-to-c\n"
-                 "sources:\n"
-                 "  - id: src\n"
-                 "    python: \"{{ PY }}/source.py\"\n"
-                 "    configuration: {%s}\n"
-                 "    outputs: [{id: out, type: bytes}]\n"
-                 "sinks:\n"
-                 "  - id: sink\n"
-                 "    library: \"{{ NODES }}/libt_count.so\"\n"
-                 "    configuration: {summary: \"%s\"}\n"
-                 "    inputs: [{id: in, type: bytes}]\n"
-                 "links:\n"
-                 "  - {from: {node: src, output: out}, to: {node: sink, input: in}, "
-                 "queue: {capacity: 8}}\n",
-                 src_cfg, sum);
-    return y;
+    zt_node n[] = {{"src", PY("source.py"), src_cfg, "capacity: 8"},
+                   {"relay", ZT_LIB("relay"), relay_cfg, "capacity: 8"},
+                   {"sink", ZT_LIB("count"), zt_fmt("summary: \"%s\"", sum), NULL}};
+    if (!relay_cfg)
+        n[1] = n[2];
+    return zt_chain("py-to-c", n, relay_cfg ? 3 : 2, true);
 }
 
 ZT_CASE(c_source_to_python_sink_reads_the_same_buffer)
@@ -214,13 +137,11 @@ ZT_CASE(c_source_to_python_sink_reads_the_same_buffer)
         const char *sum = zt_tmp_path("pysink.json");
         char scfg[512];
         snprintf(scfg, sizeof scfg, "summary: \"%s\"", sum);
-        zf_flow *f;
-        zf_instance *inst = start(c_to_py(sizes[i], scfg), &f);
-        ZT_CHECK(inst);
-        ZT_CHECK(wait_callbacks(inst, "sink", (uint64_t)counts[i], 60000));
-        zf_node_stats s;
-        zt_node_stats(inst, "sink", &s, NULL, 0);
-        zf_stop_report r = finish(inst, f);
+        zt_outcome run = run_until(c_to_py(sizes[i], scfg), "sink", (uint64_t)counts[i]);
+        ZT_CHECK(run.started);
+        ZT_CHECK(run.reached);
+        zf_node_stats s = run.node;
+        zf_stop_report r = run.report;
         ZT_EQ(s.errors, 0);
         ZT_EQ(zt_summary(sum, "count"), counts[i]);
         ZT_EQ(zt_summary(sum, "same_address"), counts[i]);
@@ -262,9 +183,9 @@ ZT_CASE(two_nodes_run_one_script_each_with_its_own_state)
     zf_flow *f;
     zf_instance *inst = start(yaml, &f);
     ZT_CHECK(inst);
-    ZT_CHECK(wait_callbacks(inst, "s1", 1000, 60000));
-    ZT_CHECK(wait_callbacks(inst, "s2", 1000, 60000));
-    zf_stop_report r = finish(inst, f);
+    ZT_CHECK(zt_wait_callbacks(inst, "s1", 1000, 60000));
+    ZT_CHECK(zt_wait_callbacks(inst, "s2", 1000, 60000));
+    zf_stop_report r = zt_finish(inst, f);
     ZT_EQ(zt_summary(a, "count"), 1000);
     ZT_EQ(zt_summary(b, "count"), 1000);
     ZT_EQ(zt_summary(a, "same_address"), 1000);
@@ -284,11 +205,10 @@ ZT_CASE(python_source_objects_reach_a_c_sink_in_place)
         const char *sum = zt_tmp_path("count.json"), *ssum = zt_tmp_path("src.json");
         char cfg[512];
         snprintf(cfg, sizeof cfg, "count: 1000, size: 256, %s, summary: \"%s\"", modes[i], ssum);
-        zf_flow *f;
-        zf_instance *inst = start(py_to_c(cfg, NULL, sum), &f);
-        ZT_CHECK(inst);
-        ZT_CHECK(wait_callbacks(inst, "sink", 1000, 60000));
-        zf_stop_report r = finish(inst, f);
+        zt_outcome run = run_until(py_to_c(cfg, NULL, sum), "sink", 1000);
+        ZT_CHECK(run.started);
+        ZT_CHECK(run.reached);
+        zf_stop_report r = run.report;
         ZT_EQ(zt_summary(sum, "count"), 1000);
         ZT_EQ(zt_summary(sum, "same_address"), 1000);
         ZT_EQ(zt_summary(sum, "out_of_order"), 0);
@@ -317,11 +237,10 @@ ZT_CASE(numpy_arrays_are_sent_in_place)
     const char *sum = zt_tmp_path("np.json"), *ssum = zt_tmp_path("npsrc.json");
     char cfg[512];
     snprintf(cfg, sizeof cfg, "count: 300, size: 65536, mode: numpy, summary: \"%s\"", ssum);
-    zf_flow *f;
-    zf_instance *inst = start(py_to_c(cfg, NULL, sum), &f);
-    ZT_CHECK(inst);
-    ZT_CHECK(wait_callbacks(inst, "sink", 300, 60000));
-    zf_stop_report r = finish(inst, f);
+    zt_outcome run = run_until(py_to_c(cfg, NULL, sum), "sink", 300);
+    ZT_CHECK(run.started);
+    ZT_CHECK(run.reached);
+    zf_stop_report r = run.report;
     ZT_EQ(zt_summary(sum, "count"), 300);
     ZT_EQ(zt_summary(sum, "same_address"), 300);
     ZT_EQ(zt_summary(ssum, "finalized"), 300);
@@ -344,7 +263,7 @@ ZT_CASE(pinned_python_objects_are_released_when_the_last_reference_drops)
     zf_flow *f;
     zf_instance *inst = start(py_to_c(cfg, "keep: 5", sum), &f);
     ZT_CHECK(inst);
-    ZT_CHECK(wait_callbacks(inst, "sink", 200, 60000));
+    ZT_CHECK(zt_wait_callbacks(inst, "sink", 200, 60000));
     long long fin = -1;
     for (int t = 0; t < 10000 && fin != 195; t += 10) {
         zt_sleep_ms(10);
@@ -355,7 +274,7 @@ ZT_CASE(pinned_python_objects_are_released_when_the_last_reference_drops)
     zf_wrap_stats_get(&w);
     zt_sleep_ms(100);
     ZT_EQ(zt_summary(status, "finalized"), 195); /* the kept ones stay pinned */
-    zf_stop_report r = finish(inst, f);
+    zf_stop_report r = zt_finish(inst, f);
     ZT_EQ(zt_summary(sum, "count"), 200);
     ZT_EQ(zt_summary(sum, "same_address"), 200);
     ZT_EQ(r.releases, 200);
@@ -368,35 +287,14 @@ ZT_CASE(python_source_c_operator_python_sink)
     if (no_python())
         return;
     const char *sum = zt_tmp_path("chain.json");
-    char yaml[2048];
-    snprintf(yaml, sizeof yaml,
-             "name: py-c-py\n"
-             "sources:\n"
-             "  - id: src\n"
-             "    python: \"{{ PY }}/source.py\"\n"
-             "    configuration: {count: 3000, size: 64}\n"
-             "    outputs: [{id: out, type: bytes}]\n"
-             "operators:\n"
-             "  - id: relay\n"
-             "    library: \"{{ NODES }}/libt_relay.so\"\n"
-             "    inputs: [{id: in, type: bytes}]\n"
-             "    outputs: [{id: out, type: bytes}]\n"
-             "sinks:\n"
-             "  - id: sink\n"
-             "    python: \"{{ PY }}/sink.py\"\n"
-             "    configuration: {summary: \"%s\"}\n"
-             "    inputs: [{id: in, type: bytes}]\n"
-             "links:\n"
-             "  - {from: {node: src, output: out}, to: {node: relay, input: in}, "
-             "queue: {capacity: 4}}\n"
-             "  - {from: {node: relay, output: out}, to: {node: sink, input: in}, "
-             "queue: {capacity: 4}}\n",
-             sum);
-    zf_flow *f;
-    zf_instance *inst = start(yaml, &f);
-    ZT_CHECK(inst);
-    ZT_CHECK(wait_callbacks(inst, "sink", 3000, 60000));
-    zf_stop_report r = finish(inst, f);
+    const zt_node n[] = {{"src", PY("source.py"), "count: 3000, size: 64", "capacity: 4"},
+                         {"relay", ZT_LIB("relay"), NULL, "capacity: 4"},
+                         {"sink", PY("sink.py"), zt_fmt("summary: \"%s\"", sum), NULL}};
+    const char *yaml = zt_chain("py-c-py", n, 3, true);
+    zt_outcome run = run_until(yaml, "sink", 3000);
+    ZT_CHECK(run.started);
+    ZT_CHECK(run.reached);
+    zf_stop_report r = run.report;
     ZT_EQ(zt_summary(sum, "count"), 3000);
     ZT_EQ(zt_summary(sum, "same_address"), 3000); /* Python's bytearray, in place, end to end */
     ZT_EQ(zt_summary(sum, "out_of_order"), 0);
@@ -408,32 +306,10 @@ ZT_CASE(python_source_c_operator_python_sink)
 /* gen (C) -> relay.py -> count (C) */
 static const char *through_py_relay(const char *gen_cfg, const char *relay_cfg, const char *sum)
 {
-    static char y[2048];
-    snprintf(y, sizeof y,
-             "name: py-relay\n"
-             "sources:\n"
-             "  - id: gen\n"
-             "    library: \"{{ NODES }}/libt_gen.so\"\n"
-             "    configuration: {%s}\n"
-             "    outputs: [{id: out, type: bytes}]\n"
-             "operators:\n"
-             "  - id: relay\n"
-             "    python: \"{{ PY }}/relay.py\"\n"
-             "    configuration: {%s}\n"
-             "    inputs: [{id: in, type: bytes}]\n"
-             "    outputs: [{id: out, type: bytes}]\n"
-             "sinks:\n"
-             "  - id: sink\n"
-             "    library: \"{{ NODES }}/libt_count.so\"\n"
-             "    configuration: {summary: \"%s\"}\n"
-             "    inputs: [{id: in, type: bytes}]\n"
-             "links:\n"
-             "  - {from: {node: gen, output: out}, to: {node: relay, input: in}, "
-             "queue: {capacity: 8}}\n"
-             "  - {from: {node: relay, output: out}, to: {node: sink, input: in}, "
-             "queue: {capacity: 8}}\n",
-             gen_cfg, relay_cfg, sum);
-    return y;
+    const zt_node n[] = {{"gen", ZT_LIB("gen"), gen_cfg, "capacity: 8"},
+                         {"relay", PY("relay.py"), relay_cfg, "capacity: 8"},
+                         {"sink", ZT_LIB("count"), zt_fmt("summary: \"%s\"", sum), NULL}};
+    return zt_chain("py-relay", n, 3, true);
 }
 
 ZT_CASE(python_operator_forwards_the_same_capsule)
@@ -441,11 +317,10 @@ ZT_CASE(python_operator_forwards_the_same_capsule)
     if (no_python())
         return;
     const char *sum = zt_tmp_path("fwd.json");
-    zf_flow *f;
-    zf_instance *inst = start(through_py_relay("count: 2000, size: 64", "", sum), &f);
-    ZT_CHECK(inst);
-    ZT_CHECK(wait_callbacks(inst, "sink", 2000, 60000));
-    zf_stop_report r = finish(inst, f);
+    zt_outcome run = run_until(through_py_relay("count: 2000, size: 64", "", sum), "sink", 2000);
+    ZT_CHECK(run.started);
+    ZT_CHECK(run.reached);
+    zf_stop_report r = run.report;
     ZT_EQ(zt_summary(sum, "count"), 2000);
     ZT_EQ(zt_summary(sum, "same_address"), 2000);
     ZT_EQ(zt_summary(sum, "out_of_order"), 0);
@@ -459,13 +334,12 @@ ZT_CASE(python_exceptions_are_counted_errors_with_their_traceback)
         return;
     logs_start();
     const char *sum = zt_tmp_path("exc.json");
-    zf_flow *f;
-    zf_instance *inst = start(through_py_relay("count: 100, size: 64", "fail_every: 50", sum), &f);
-    ZT_CHECK(inst);
-    ZT_CHECK(wait_callbacks(inst, "relay", 100, 60000));
-    zf_node_stats s;
-    zt_node_stats(inst, "relay", &s, NULL, 0);
-    zf_stop_report r = finish(inst, f);
+    zt_outcome run =
+        run_until(through_py_relay("count: 100, size: 64", "fail_every: 50", sum), "relay", 100);
+    ZT_CHECK(run.started);
+    ZT_CHECK(run.reached);
+    zf_node_stats s = run.node;
+    zf_stop_report r = run.report;
     logs_stop();
     ZT_EQ(s.errors, 2);
     ZT_EQ(zt_summary(sum, "count"), 98); /* the others went through */
@@ -480,12 +354,13 @@ ZT_CASE(python_exceptions_are_counted_errors_with_their_traceback)
     ZT_CONTAINS(logs, "ValueError: boom on capsule 50");
 
     /* Failing every time: DEGRADED, like any node, with the reason. */
+    zf_flow *f;
     zf_instance *inst2 = start(through_py_relay("size: 64", "fail_every: 1", ""), &f);
     ZT_CHECK(inst2);
     ZT_CHECK(zt_wait_state(inst2, "relay", ZF_NODE_DEGRADED, 10000));
     char reason[256];
     zt_node_stats(inst2, "relay", &s, reason, sizeof reason);
-    r = finish(inst2, f);
+    r = zt_finish(inst2, f);
     ZT_CONTAINS(reason, "ZF_ENODE: on_input: ValueError: boom on capsule");
     ZT_EQ(r.bytes_leaked, 0);
 }
@@ -500,13 +375,11 @@ ZT_CASE(memoryview_used_after_its_callback_raises)
     const char *sum = zt_tmp_path("probe.json");
     char scfg[512];
     snprintf(scfg, sizeof scfg, "summary: \"%s\", probe: true", sum);
-    zf_flow *f;
-    zf_instance *inst = start(c_to_py("count: 500, size: 64", scfg), &f);
-    ZT_CHECK(inst);
-    ZT_CHECK(wait_callbacks(inst, "sink", 500, 60000));
-    zf_node_stats s;
-    zt_node_stats(inst, "sink", &s, NULL, 0);
-    zf_stop_report r = finish(inst, f);
+    zt_outcome run = run_until(c_to_py("count: 500, size: 64", scfg), "sink", 500);
+    ZT_CHECK(run.started);
+    ZT_CHECK(run.reached);
+    zf_node_stats s = run.node;
+    zf_stop_report r = run.report;
     ZT_EQ(s.errors, 0);
     ZT_EQ(zt_summary(sum, "count"), 500);
     ZT_EQ(zt_summary(sum, "raised_after"), 500); /* 499 callbacks + close */
@@ -523,11 +396,11 @@ ZT_CASE(writable_copies_on_write_only_when_shared)
     /* A unique capsule: zflow.writable writes in place (the C sink finds
      * the payload where gen put it). */
     const char *u = zt_tmp_path("unique.json");
-    zf_flow *f;
-    zf_instance *inst = start(through_py_relay("count: 500, size: 128", "mode: mutate", u), &f);
-    ZT_CHECK(inst);
-    ZT_CHECK(wait_callbacks(inst, "sink", 500, 60000));
-    zf_stop_report r = finish(inst, f);
+    zt_outcome run =
+        run_until(through_py_relay("count: 500, size: 128", "mode: mutate", u), "sink", 500);
+    ZT_CHECK(run.started);
+    ZT_CHECK(run.reached);
+    zf_stop_report r = run.report;
     ZT_EQ(zt_summary(u, "count"), 500);
     ZT_EQ(zt_summary(u, "same_address"), 500);
     ZT_EQ(r.bytes_leaked, 0);
@@ -570,11 +443,12 @@ ZT_CASE(writable_copies_on_write_only_when_shared)
              "  - {from: {node: keeper, output: out}, to: {node: direct, input: in}}\n"
              "  - {from: {node: relay, output: out}, to: {node: mutated, input: in}}\n",
              a, b);
-    inst = start(yaml, &f);
+    zf_flow *f;
+    zf_instance *inst = start(yaml, &f);
     ZT_CHECK(inst);
-    ZT_CHECK(wait_callbacks(inst, "mutated", 500, 60000));
-    ZT_CHECK(wait_callbacks(inst, "direct", 500, 60000));
-    r = finish(inst, f);
+    ZT_CHECK(zt_wait_callbacks(inst, "mutated", 500, 60000));
+    ZT_CHECK(zt_wait_callbacks(inst, "direct", 500, 60000));
+    r = zt_finish(inst, f);
     ZT_EQ(zt_summary(a, "count"), 500);
     ZT_EQ(zt_summary(b, "count"), 500);
     ZT_EQ(zt_summary(a, "same_address"), 500); /* the originals, never written */
@@ -587,35 +461,14 @@ ZT_CASE(python_source_with_its_own_thread)
     if (no_python())
         return;
     const char *sum = zt_tmp_path("thr.json");
-    char yaml[2048];
-    snprintf(yaml, sizeof yaml,
-             "name: py-thread\n"
-             "sources:\n"
-             "  - id: src\n"
-             "    python: \"{{ PY }}/source_thread.py\"\n"
-             "    configuration: {count: 2000}\n"
-             "    outputs: [out]\n"
-             "operators:\n"
-             "  - id: relay\n"
-             "    library: \"{{ NODES }}/libt_relay.so\"\n"
-             "    configuration: {sleep_us: 20}\n"
-             "    inputs: [in]\n"
-             "    outputs: [out]\n"
-             "sinks:\n"
-             "  - id: sink\n"
-             "    library: \"{{ NODES }}/libt_count.so\"\n"
-             "    configuration: {summary: \"%s\"}\n"
-             "    inputs: [in]\n"
-             "links:\n"
-             "  - {from: {node: src, output: out}, to: {node: relay, input: in}, "
-             "queue: {capacity: 2}}\n"
-             "  - {from: {node: relay, output: out}, to: {node: sink, input: in}}\n",
-             sum);
-    zf_flow *f;
-    zf_instance *inst = start(yaml, &f);
-    ZT_CHECK(inst);
-    ZT_CHECK(wait_callbacks(inst, "sink", 2000, 60000));
-    zf_stop_report r = finish(inst, f);
+    const zt_node n[] = {{"src", PY("source_thread.py"), "count: 2000", "capacity: 2"},
+                         {"relay", ZT_LIB("relay"), "sleep_us: 20", NULL},
+                         {"sink", ZT_LIB("count"), zt_fmt("summary: \"%s\"", sum), NULL}};
+    const char *yaml = zt_chain("py-thread", n, 3, false);
+    zt_outcome run = run_until(yaml, "sink", 2000);
+    ZT_CHECK(run.started);
+    ZT_CHECK(run.reached);
+    zf_stop_report r = run.report;
     ZT_EQ(zt_summary(sum, "count"), 2000);
     ZT_EQ(zt_summary(sum, "same_address"), 2000);
     ZT_EQ(zt_summary(sum, "out_of_order"), 0);
@@ -627,37 +480,10 @@ ZT_CASE(python_source_with_its_own_thread)
  * (it -> count) fails: the diagnostics, or NULL if it did not fail. */
 static char *load_error(const char *script, bool as_source, const char *cfg)
 {
-    char yaml[2048];
-    if (as_source)
-        snprintf(yaml, sizeof yaml,
-                 "name: bad\n"
-                 "sources:\n"
-                 "  - id: node\n"
-                 "    python: \"{{ PY }}/%s\"\n"
-                 "    configuration: {%s}\n"
-                 "    outputs: [out]\n"
-                 "sinks:\n"
-                 "  - id: sink\n"
-                 "    library: \"{{ NODES }}/libt_count.so\"\n"
-                 "    inputs: [in]\n"
-                 "links:\n"
-                 "  - {from: {node: node, output: out}, to: {node: sink, input: in}}\n",
-                 script, cfg);
-    else
-        snprintf(yaml, sizeof yaml,
-                 "name: bad\n"
-                 "sources:\n"
-                 "  - id: gen\n"
-                 "    library: \"{{ NODES }}/libt_gen.so\"\n"
-                 "    outputs: [out]\n"
-                 "sinks:\n"
-                 "  - id: node\n"
-                 "    python: \"{{ PY }}/%s\"\n"
-                 "    configuration: {%s}\n"
-                 "    inputs: [in]\n"
-                 "links:\n"
-                 "  - {from: {node: gen, output: out}, to: {node: node, input: in}}\n",
-                 script, cfg);
+    const zt_node node = {"node", zt_fmt("python: \"{{ PY }}/%s\"", script), cfg, NULL};
+    const zt_node as_src[] = {node, {"sink", ZT_LIB("count"), NULL, NULL}};
+    const zt_node as_sink[] = {{"gen", ZT_LIB("gen"), NULL, NULL}, node};
+    const char *yaml = zt_chain("bad", as_source ? as_src : as_sink, 2, false);
     zf_diag *d = zf_diag_new();
     zf_flow *f = zt_flow(yaml, vars, d, NULL);
     zf_instance *inst = NULL;
@@ -730,7 +556,7 @@ ZT_CASE(seed_pipeline_with_detect_py)
     zf_instance *inst = zt_start(rt, f, d);
     zf_diag_free(d);
     ZT_CHECK(inst);
-    ZT_CHECK(wait_callbacks(inst, "motor", 30, 30000));
+    ZT_CHECK(zt_wait_callbacks(inst, "motor", 30, 30000));
     zf_stop_report r;
     zf_instance_stop(inst, &r);
     zf_node_stats det, cam;

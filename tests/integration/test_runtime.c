@@ -19,69 +19,16 @@ static void setup(void)
 static const char *chain(const char *gen_cfg, const char *relay_cfg, const char *queue,
                          const char *summary)
 {
-    static char buf[4096];
-    snprintf(buf, sizeof buf,
-             "name: chain\n"
-             "sources:\n"
-             "  - id: gen\n"
-             "    library: \"{{ NODES }}/libt_gen.so\"\n"
-             "    configuration: {%s}\n"
-             "    outputs: [{id: out, type: bytes}]\n"
-             "operators:\n"
-             "  - id: relay\n"
-             "    library: \"{{ NODES }}/libt_relay.so\"\n"
-             "    configuration: {%s}\n"
-             "    inputs: [{id: in, type: bytes}]\n"
-             "    outputs: [{id: out, type: bytes}]\n"
-             "sinks:\n"
-             "  - id: sink\n"
-             "    library: \"{{ NODES }}/libt_count.so\"\n"
-             "    configuration: {summary: \"%s\"}\n"
-             "    inputs: [{id: in, type: bytes}]\n"
-             "links:\n"
-             "  - from: {node: gen, output: out}\n"
-             "    to: {node: relay, input: in}\n"
-             "    queue: {%s}\n"
-             "  - from: {node: relay, output: out}\n"
-             "    to: {node: sink, input: in}\n"
-             "    queue: {%s}\n",
-             gen_cfg, relay_cfg, summary, queue, queue);
-    return buf;
-}
-
-static bool wait_callbacks(zf_instance *inst, const char *id, uint64_t n, int timeout_ms)
-{
-    for (int t = 0; t < timeout_ms; t += 5) {
-        zf_node_stats s;
-        if (zt_node_stats(inst, id, &s, NULL, 0) && s.callbacks >= n)
-            return true;
-        zt_sleep_ms(5);
-    }
-    return false;
+    const zt_node n[] = {{"gen", ZT_LIB("gen"), gen_cfg, queue},
+                         {"relay", ZT_LIB("relay"), relay_cfg, queue},
+                         {"sink", ZT_LIB("count"), zt_fmt("summary: \"%s\"", summary), NULL}};
+    return zt_chain("chain", n, 3, true);
 }
 
 static zf_stop_report run_until(const char *yaml, const char *id, uint64_t n)
 {
     setup();
-    zf_stop_report r;
-    memset(&r, 0, sizeof r);
-    zf_diag *d = zf_diag_new();
-    zf_flow *f = zt_flow(yaml, NULL, d, NULL);
-    if (!f) {
-        char *t = zf_diag_format(d);
-        fprintf(stderr, "%s", t);
-        free(t);
-    }
-    zf_instance *inst = f ? zt_start(rt, f, d) : NULL;
-    if (inst) {
-        if (!wait_callbacks(inst, id, n, 60000))
-            fprintf(stderr, "  %s did not reach %llu callbacks\n", id, (unsigned long long)n);
-        zf_instance_stop(inst, &r);
-        zf_instance_destroy(inst);
-    }
-    zf_flow_free(f);
-    zf_diag_free(d);
-    return r;
+    return zt_run_until(rt, yaml, NULL, id, n, 60000).report;
 }
 
 ZT_CASE(pipeline_delivers_everything_in_order_without_copies)
@@ -237,7 +184,7 @@ ZT_CASE(suspend_stops_sources_resume_continues_nothing_lost)
     zf_flow *f = zt_flow(yaml, NULL, NULL, NULL);
     zf_instance *inst = zt_start(rt, f, NULL);
     ZT_CHECK(inst);
-    ZT_CHECK(wait_callbacks(inst, "sink", 20, 5000));
+    ZT_CHECK(zt_wait_callbacks(inst, "sink", 20, 5000));
     ZT_OK(zf_instance_suspend(inst));
     ZT_EQ(zf_instance_state_get(inst), ZF_INSTANCE_SUSPENDED);
     ZT_EQ(zf_instance_suspend(inst), ZF_ESTATE);
@@ -248,7 +195,7 @@ ZT_CASE(suspend_stops_sources_resume_continues_nothing_lost)
     zt_node_stats(inst, "sink", &b, NULL, 0);
     ZT_EQ(a.callbacks, b.callbacks); /* suspended: nothing flows */
     ZT_OK(zf_instance_start(inst));  /* resume */
-    ZT_CHECK(wait_callbacks(inst, "sink", b.callbacks + 20, 5000));
+    ZT_CHECK(zt_wait_callbacks(inst, "sink", b.callbacks + 20, 5000));
     zf_stop_report r;
     ZT_OK(zf_instance_stop(inst, &r));
     zf_node_stats g;
@@ -330,6 +277,67 @@ ZT_CASE(state_machine_refuses_bad_transitions)
     zf_flow_free(f);
 }
 
+ZT_CASE(stopping_a_never_started_instance_is_immediate)
+{
+    setup();
+    zf_flow *f = zt_flow(chain("count: 10", "", "capacity: 4", ""), NULL, NULL, NULL);
+    zf_instance *inst = NULL;
+    ZT_OK(zf_instance_create(rt, f, NULL, NULL, &inst));
+    uint64_t t0 = zf_clock_ns();
+    zf_stop_report r;
+    ZT_OK(zf_instance_stop(inst, &r));
+    ZT_CHECK(zf_clock_ns() - t0 < 500000000ull); /* no drain to wait for */
+    ZT_CHECK(!r.drain_timed_out);
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+}
+
+/* A slow (not hung) node is waited for at stop, never abandoned, and runs
+ * no callback once the instance is halted. */
+ZT_CASE(slow_nodes_are_waited_for_not_abandoned)
+{
+    setup();
+    zf_flow *f = zt_flow(chain("count: 200, size: 64", "sleep_us: 150000", "capacity: 64", ""),
+                         NULL, NULL, NULL);
+    zf_instance_options io = {.drain_timeout_ns = 300000000};
+    zf_instance *inst = NULL;
+    ZT_OK(zf_instance_create(rt, f, &io, NULL, &inst));
+    ZT_OK(zf_instance_start(inst));
+    ZT_CHECK(zt_wait_callbacks(inst, "relay", 2, 5000));
+    zf_stop_report r;
+    ZT_OK(zf_instance_stop(inst, &r));
+    zf_node_stats a, b;
+    zt_node_stats(inst, "relay", &a, NULL, 0);
+    zt_sleep_ms(500);
+    zt_node_stats(inst, "relay", &b, NULL, 0);
+    ZT_EQ(r.nodes_abandoned, 0);
+    ZT_EQ(r.bytes_leaked, 0);
+    ZT_EQ(a.callbacks, b.callbacks); /* halted: nothing ran after the stop */
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+}
+
+/* Destroying one instance while a slow one keeps the only worker busy: the
+ * destroyed instance's queued nodes are popped later, safely. */
+ZT_CASE(destroy_while_its_nodes_wait_in_the_run_queue)
+{
+    zf_runtime *one = NULL;
+    zf_runtime_options ro = {.workers = 1};
+    ZT_OK(zf_runtime_create(&ro, &one));
+    zf_flow *fa =
+        zt_flow(chain("thread: true", "sleep_us: 100000", "capacity: 64", ""), NULL, NULL, NULL);
+    zf_flow *fb = zt_flow(chain("", "", "capacity: 4", ""), NULL, NULL, NULL);
+    zf_instance *a = zt_start(one, fa, NULL), *b = zt_start(one, fb, NULL);
+    ZT_CHECK(a && b);
+    zt_sleep_ms(300);
+    zf_instance_destroy(b); /* freed by the worker that pops its last node */
+    zt_sleep_ms(1500);
+    zf_instance_destroy(a);
+    zf_runtime_destroy(one);
+    zf_flow_free(fa);
+    zf_flow_free(fb);
+}
+
 ZT_CASE(teardown)
 {
     zf_runtime_destroy(rt);
@@ -344,4 +352,7 @@ ZT_MAIN(ZT_ENTRY(pipeline_delivers_everything_in_order_without_copies),
         ZT_ENTRY(stop_report_names_who_holds_leaked_bytes),
         ZT_ENTRY(kept_references_released_in_fini_are_not_leaks),
         ZT_ENTRY(drop_oldest_link_sheds_and_stays_bounded),
-        ZT_ENTRY(state_machine_refuses_bad_transitions), ZT_ENTRY(teardown))
+        ZT_ENTRY(state_machine_refuses_bad_transitions),
+        ZT_ENTRY(stopping_a_never_started_instance_is_immediate),
+        ZT_ENTRY(slow_nodes_are_waited_for_not_abandoned),
+        ZT_ENTRY(destroy_while_its_nodes_wait_in_the_run_queue), ZT_ENTRY(teardown))

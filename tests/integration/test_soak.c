@@ -7,42 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FRAME_BYTES ZT_FRAME_BYTES
-
 ZT_CASE(hangs_every_few_seconds_memory_stays_flat)
 {
     int seconds = getenv("ZF_SOAK_SECONDS") ? atoi(getenv("ZF_SOAK_SECONDS")) : 60;
-    char yaml[4096];
-    snprintf(yaml, sizeof yaml,
-             "name: soak\n"
-             "sources:\n"
-             "  - id: camera\n"
-             "    library: \"{{ SEED }}/libzf_camera.so\"\n"
-             "    period: 16.667ms\n"
-             "    configuration: {frame_bytes: %u, reserve: 60}\n"
-             "    outputs: [{id: frame, type: image/raw}]\n"
-             "operators:\n"
-             "  - id: detect\n"
-             "    library: \"{{ SEED }}/libzf_detect.so\"\n"
-             "    hang_timeout: 500ms\n"
-             "    configuration: {hang_every_frames: 180, hang_for: 1.5s}\n"
-             "    inputs: [{id: frame, type: image/raw}]\n"
-             "    outputs: [{id: detection, type: detection}]\n"
-             "sinks:\n"
-             "  - id: motor\n"
-             "    library: \"{{ SEED }}/libzf_motor.so\"\n"
-             "    inputs: [{id: detection, type: detection}]\n"
-             "  - id: recorder\n"
-             "    library: \"{{ SEED }}/libzf_recorder.so\"\n"
-             "    inputs: [{id: frame, type: image/raw}]\n"
-             "links:\n"
-             "  - {from: {node: camera, output: frame}, to: {node: detect, input: frame},\n"
-             "     queue: {capacity: 50, policy: block}}\n"
-             "  - {from: {node: camera, output: frame}, to: {node: recorder, input: frame},\n"
-             "     queue: {capacity: 50, policy: block}}\n"
-             "  - {from: {node: detect, output: detection}, to: {node: motor, input: detection},\n"
-             "     queue: {capacity: 64}}\n",
-             FRAME_BYTES);
+    const zt_seed seed = {.name = "soak",
+                          .top = "",
+                          .reserve = 60,
+                          .hang_timeout = "500ms",
+                          .detect_cfg = "hang_every_frames: 180, hang_for: 1.5s",
+                          .capacity = 50,
+                          .policy = "block"};
+    const char *yaml = zt_seed_flow(&seed);
     zf_runtime *rt = NULL;
     ZT_OK(zf_runtime_create(NULL, &rt));
     zf_flow *f = zt_flow(yaml, NULL, NULL, NULL);

@@ -73,6 +73,24 @@ ZT_CASE(large_blocks_get_own_segment_and_are_recycled)
     zf_pool_destroy(p);
 }
 
+/* A cached segment up to a quarter larger may serve a smaller request: the
+ * bytes given back must be the bytes taken. */
+ZT_CASE(reused_large_segment_accounts_exactly)
+{
+    zf_pool_config cfg = {.max_bytes = 64u << 20, .name = "reuse"};
+    zf_pool *p = NULL;
+    ZT_OK(zf_pool_create(&cfg, &p));
+    zf_data *d = NULL;
+    ZT_OK(zf_pool_alloc(p, 5u << 20, &d));
+    zf_data_unref(d);
+    ZT_OK(zf_pool_alloc(p, (46u << 20) / 10, &d)); /* 4.6 MiB: reuses the 5 MiB segment */
+    zf_data_unref(d);
+    ZT_EQ(stats(p).bytes_in_use, 0);
+    ZT_OK(zf_pool_alloc(p, 100, &d)); /* the cap still works */
+    zf_data_unref(d);
+    zf_pool_destroy(p);
+}
+
 ZT_CASE(high_water_and_counts)
 {
     zf_pool *p = NULL;
@@ -140,7 +158,8 @@ ZT_CASE(many_pools)
         zf_pool_destroy(p[i]);
 }
 
-ZT_MAIN(ZT_ENTRY(size_classes_from_64_bytes), ZT_ENTRY(small_blocks_are_recycled),
+ZT_MAIN(ZT_ENTRY(size_classes_from_64_bytes), ZT_ENTRY(reused_large_segment_accounts_exactly),
+        ZT_ENTRY(small_blocks_are_recycled),
         ZT_ENTRY(large_blocks_get_own_segment_and_are_recycled), ZT_ENTRY(high_water_and_counts),
         ZT_ENTRY(cap_yields_enomem_not_a_crash),
         ZT_ENTRY(pool_outlives_destroy_while_capsules_live), ZT_ENTRY(many_pools))
