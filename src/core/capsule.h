@@ -107,8 +107,12 @@ static inline void *zfi_payload(const zf_data *d)
 extern _Thread_local zfi_ctx zfi_thread_ctx;
 static inline void zfi_held(long long delta)
 {
-    if (zfi_thread_ctx.held)
-        atomic_fetch_add_explicit(zfi_thread_ctx.held, delta, memory_order_relaxed);
+    /* Only the thread running the node's code writes its count (a node runs
+     * on one worker at a time): a plain load and store, no locked add. */
+    atomic_llong *h = zfi_thread_ctx.held;
+    if (h)
+        atomic_store_explicit(h, atomic_load_explicit(h, memory_order_relaxed) + delta,
+                              memory_order_relaxed);
 }
 
 #endif

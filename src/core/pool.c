@@ -368,7 +368,9 @@ found : {
         p->large_high_water = p->large_in_use;
     zf_data *d = (zf_data *)best->base;
     d->seg = (uint32_t)(best - p->large);
-    d->cap = best->size - ZFI_HDR_SIZE;
+    /* The bytes reserved, not the segment's: a reused segment may be up to a
+     * quarter larger, and freeing must give back exactly what was taken. */
+    d->cap = size - ZFI_HDR_SIZE;
     *out = d;
 }
 out:

@@ -363,6 +363,20 @@ fail:
     return err;
 }
 
+void zfi_instance_try_free(zf_instance *inst)
+{
+    bool expect = false;
+    if (atomic_load(&inst->dying) && atomic_load(&inst->sched_refs) == 0 &&
+        atomic_compare_exchange_strong(&inst->freed, &expect, true))
+        zfi_instance_free(inst);
+}
+
+void zfi_instance_unhold(zf_instance *inst)
+{
+    if (atomic_fetch_sub(&inst->sched_refs, 1) == 1)
+        zfi_instance_try_free(inst);
+}
+
 const char *zf_instance_uuid(const zf_instance *inst)
 {
     return inst ? inst->uuid : NULL;

@@ -20,6 +20,8 @@ enum zfi_sched { ZFI_IDLE = 0, ZFI_QUEUED = 1, ZFI_RUNNING = 2, ZFI_RUNNING_NOTI
 #define ZFI_CB_ABANDONED (1ull << 62) /* left behind at stop */
 #define ZFI_CB_START(w)  ((w) & ~(ZFI_CB_HUNG | ZFI_CB_ABANDONED))
 
+#define ZFI_DEFAULT_HANG_TIMEOUT_NS 1000000000LL
+
 /* Why a node is DEGRADED (bits: both may hold at once). */
 enum { ZFI_DEG_HUNG = 1, ZFI_DEG_ERRORS = 2 };
 
@@ -110,6 +112,12 @@ struct zf_instance {
     pthread_cond_t cv; /* drain progress, state changes */
     zf_instance_state state;
     uint64_t state_since_ns;
+    /* Nodes QUEUED or RUNNING hold the instance (a worker may still pop a
+     * node of a stopped instance): the last to let go of a destroyed
+     * instance frees it (instance.c). */
+    atomic_uint sched_refs;
+    atomic_bool dying;
+    atomic_bool freed;
     atomic_bool started;         /* start ran once: nodes may be scheduled */
     atomic_bool sources_stopped; /* suspended or draining: sources idle */
     atomic_bool halted;          /* past the drain: run no more callbacks */
@@ -219,6 +227,11 @@ void zfi_instance_sink_done(zf_instance *inst);
 void zfi_instance_fini_nodes(zf_instance *inst);
 /* Free the instance and everything it owns (instance.c). */
 void zfi_instance_free(zf_instance *inst);
+/* A node of inst left the run queue / a worker for good (sched.c): drop its
+ * hold; frees a destroyed instance on the last one. */
+void zfi_instance_unhold(zf_instance *inst);
+/* Free inst now if destroyed and nothing holds it. */
+void zfi_instance_try_free(zf_instance *inst);
 
 /* Loader (loader.c). */
 zf_err zfi_load_node(const zfi_node *nd, const char *file, zfi_loaded *out, zf_diag *diag);

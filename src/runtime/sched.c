@@ -187,6 +187,7 @@ void zfi_node_notify(zf_node *n)
                                                   memory_order_acquire)) {
             if (next != ZFI_QUEUED)
                 return;
+            atomic_fetch_add(&n->inst->sched_refs, 1); /* dropped when it goes idle */
             zf_runtime *rt = n->inst->rt;
             if (tls_rt == rt && tls_slot >= 0) {
                 zf_node *old = atomic_exchange(&rt->slots[tls_slot], n);
@@ -228,7 +229,7 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d)
     n->error_msg[0] = '\0';
     n->cb_capsule = d ? *d : NULL;
     if (d)
-        atomic_fetch_add_explicit(&n->held, 1, memory_order_relaxed); /* handed over */
+        zfi_held(1); /* handed over to the callback */
     /* The watchdog needs the start (coarse is enough; made unique per node so
      * it names this callback); busy time is measured precisely on one
      * callback in BUSY_SAMPLE and extrapolated: two precise clock reads per
@@ -254,9 +255,7 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d)
     }
     if (timed)
         zfi_counter_add(&n->busy_ns, (zf_clock_ns() - p0) * BUSY_SAMPLE);
-    /* Progress: when the last completed callback started (to within the
-     * coarse clock); one clock read per callback. */
-    uint64_t t1 = t0;
+    uint64_t t1 = zfi_clock_coarse_ns(); /* progress: when it completed */
     tls_node = NULL;
     zfi_node_leave(saved);
     zfi_counter_add(&n->callbacks, 1);
@@ -292,10 +291,12 @@ static void unpark(zf_node *n)
     n->parked_on = NULL;
 }
 
-/* Every input saw end of stream: the node is done; end of stream flows on. */
+/* Every input saw end of stream: the node is done; end of stream flows on.
+ * (Stop may mark a hung node done concurrently: once only.) */
 static void finish_node(zf_node *n)
 {
-    n->done = true;
+    if (atomic_exchange(&n->done, true))
+        return;
     zfi_node_close_outputs(n);
     if (n->decl->kind == ZF_SINK)
         zfi_instance_sink_done(n->inst);
@@ -337,6 +338,8 @@ static enum step_result step_source(zf_node *n, bool *more)
 static enum step_result step_consumer(zf_node *n, bool *more)
 {
     for (int k = 0; k < BATCH && !atomic_load(&n->parked); k++) {
+        if (atomic_load(&n->inst->halted))
+            return STEP_OK; /* the instance is stopping: no more callbacks */
         zf_data *d = NULL;
         size_t port = 0;
         bool all_eos = true;
@@ -348,7 +351,7 @@ static enum step_result step_consumer(zf_node *n, bool *more)
             all_eos = all_eos && eos;
         }
         if (!d) {
-            if (all_eos && !n->done)
+            if (all_eos)
                 finish_node(n);
             return STEP_OK;
         }
@@ -361,7 +364,10 @@ static enum step_result step_consumer(zf_node *n, bool *more)
             return STEP_ABANDONED;
         }
         if (d) {
-            atomic_fetch_sub_explicit(&n->held, 1, memory_order_relaxed);
+            zfi_data_check(d, "on_input");
+            atomic_store_explicit(&n->held,
+                                  atomic_load_explicit(&n->held, memory_order_relaxed) - 1,
+                                  memory_order_relaxed);
             zf_data_unref(d); /* whatever the callback left in *d */
         }
     }
@@ -401,8 +407,10 @@ static bool run_node(zf_node *n)
             return true;
         }
         int expect = ZFI_RUNNING;
-        if (atomic_compare_exchange_strong(&n->sched, &expect, ZFI_IDLE))
+        if (atomic_compare_exchange_strong(&n->sched, &expect, ZFI_IDLE)) {
+            zfi_instance_unhold(inst); /* n may not be touched after this */
             return true;
+        }
         atomic_store(&n->sched, ZFI_RUNNING); /* notified while running: again */
     }
 }

@@ -14,6 +14,7 @@
 #include "runtime/runtime.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,7 +22,7 @@
 #define GRACE_NS 200000000ull
 
 typedef struct link_totals {
-    uint64_t depth, dequeued, dropped;
+    uint64_t depth, to_sinks, dropped;
 } link_totals;
 
 static link_totals totals(zf_instance *inst)
@@ -31,8 +32,9 @@ static link_totals totals(zf_instance *inst)
         zf_link_stats s;
         zf_link_stats_get(inst->links[i], &s);
         t.depth += s.depth;
-        t.dequeued += s.dequeued;
         t.dropped += s.dropped;
+        if (inst->flow->nodes[inst->flow->links[i].to].kind == ZF_SINK)
+            t.to_sinks += s.dequeued; /* capsules delivered, not hops */
     }
     return t;
 }
@@ -57,30 +59,48 @@ static void cut_out_hung(zf_instance *inst)
         for (size_t p = 0; p < n->n_in; p++)
             zfi_link_flush(n->in[p]);
         zfi_node_close_outputs(n);
-        if (n->decl->kind == ZF_SINK && !n->done) {
-            n->done = true;
+        if (n->decl->kind == ZF_SINK && !atomic_exchange(&n->done, true))
             zfi_instance_sink_done(inst);
+    }
+}
+
+/* After the halt: wait until no node runs (a QUEUED node will do nothing
+ * when a worker pops it). A node inside a callback that has run longer than
+ * its hang_timeout is abandoned; any other callback is waited for, so fini
+ * never runs while a callback does. Bounded by the longest hang_timeout. */
+static void settle(zf_instance *inst, zf_stop_report *r)
+{
+    for (;;) {
+        bool busy = false;
+        uint64_t now = zf_clock_ns();
+        for (size_t i = 0; i < inst->n_nodes; i++) {
+            zf_node *n = inst->nodes[i];
+            if (atomic_load(&n->abandoned))
+                continue;
+            uint64_t w = atomic_load(&n->cb_word);
+            int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
+            bool overdue =
+                w && (hung(n) || (w & ZFI_CB_HUNG) ||
+                      (now > ZFI_CB_START(w) && now - ZFI_CB_START(w) > (uint64_t)limit));
+            if (overdue && zfi_node_abandon(n)) {
+                r->nodes_abandoned++;
+                pthread_mutex_lock(&inst->mu);
+                zfi_node_set_state(n, ZF_NODE_FAILED, "abandoned at stop: stuck in a callback");
+                pthread_mutex_unlock(&inst->mu);
+                zfi_log(ZF_LOG_WARN, "instance",
+                        "%s: node '%s' is stuck in a callback: abandoned (its thread is left "
+                        "behind)",
+                        inst->uuid, n->desc->id);
+                continue;
+            }
+            int sched = atomic_load(&n->sched);
+            if (w || sched == ZFI_RUNNING || sched == ZFI_RUNNING_NOTIFIED)
+                busy = true;
         }
-    }
-}
-
-/* Nothing runs or is queued, except hung nodes (they will be abandoned). */
-static bool quiescent(zf_instance *inst)
-{
-    for (size_t i = 0; i < inst->n_nodes; i++) {
-        zf_node *n = inst->nodes[i];
-        if (atomic_load(&n->abandoned) || hung(n))
-            continue;
-        if (atomic_load(&n->sched) != ZFI_IDLE || atomic_load(&n->cb_word))
-            return false;
-    }
-    return true;
-}
-
-static void wait_quiescent(zf_instance *inst, uint64_t until)
-{
-    while (!quiescent(inst) && zf_clock_ns() < until)
+        if (!busy)
+            return;
         usleep(500);
+    }
 }
 
 /* ---- who holds leaked bytes ---- */
@@ -99,15 +119,22 @@ typedef struct holders {
 typedef struct walk {
     holders hs;
     zf_instance *inst;
+    uint64_t abandoned_bytes; /* live blocks still held by abandoned callbacks */
+    size_t *abandoned_held;   /* per node: such blocks found */
 } walk;
 
 static void count_holder(void *arg, const zf_data *d, size_t block)
 {
     walk *w = arg;
     holders *hs = &w->hs;
+    /* The capsule an abandoned callback was given, if still alive (compared
+     * by address only: it may have been forwarded and freed long ago). */
     for (size_t i = 0; i < w->inst->n_nodes; i++)
-        if (atomic_load(&w->inst->nodes[i]->abandoned) && w->inst->nodes[i]->cb_capsule == d)
-            return; /* reported with its abandoned node */
+        if (atomic_load(&w->inst->nodes[i]->abandoned) && w->inst->nodes[i]->cb_capsule == d) {
+            w->abandoned_bytes += block;
+            w->abandoned_held[i]++;
+            return;
+        }
     uint32_t owner = atomic_load_explicit(&((zf_data *)d)->owner, memory_order_relaxed);
     for (size_t i = 0; i < hs->n; i++)
         if (hs->h[i].owner == owner) {
@@ -123,26 +150,22 @@ static void count_holder(void *arg, const zf_data *d, size_t block)
     }
 }
 
-static size_t block_bytes(const zf_data *d)
-{
-    return d->kind == ZFI_KIND_SMALL || d->kind == ZFI_KIND_LARGE ? d->cap + ZFI_HDR_SIZE : 0;
-}
-
 static void describe_holders(zf_instance *inst, zf_stop_report *r)
 {
     zfi_buf b;
     zfi_buf_init(&b);
+    walk w = {.inst = inst, .abandoned_held = zfi_calloc(inst->n_nodes, sizeof(size_t))};
+    if (r->pool_bytes_after && w.abandoned_held)
+        zfi_pool_walk(inst->pool, count_holder, &w);
+    r->bytes_abandoned = w.abandoned_bytes;
     for (size_t i = 0; i < inst->n_nodes; i++) {
         zf_node *n = inst->nodes[i];
         if (!atomic_load(&n->abandoned))
             continue;
         zfi_buf_printf(&b, "%snode '%s' abandoned inside a callback", b.len ? "; " : "",
                        n->desc->id);
-        if (n->cb_capsule) {
-            size_t bytes = block_bytes(n->cb_capsule);
-            r->bytes_abandoned += bytes;
-            zfi_buf_printf(&b, ", holding 1 capsule (%zu bytes) until it returns", bytes);
-        }
+        if (w.abandoned_held && w.abandoned_held[i])
+            zfi_buf_puts(&b, ", holding the capsule it was given until it returns");
     }
     for (size_t i = 0; i < inst->n_nodes; i++) {
         zf_node *n = inst->nodes[i];
@@ -151,34 +174,30 @@ static void describe_holders(zf_instance *inst, zf_stop_report *r)
             zfi_buf_printf(&b, "%snode '%s' took %lld reference(s) it never released",
                            b.len ? "; " : "", n->desc->id, held);
     }
-    if (r->pool_bytes_after > r->bytes_abandoned) {
-        walk w = {.inst = inst};
-        holders *hs = &w.hs;
-        zfi_pool_walk(inst->pool, count_holder, &w);
-        for (size_t i = 0; i < hs->n; i++) {
-            uint32_t node = hs->h[i].owner >> 8, port = hs->h[i].owner & 0xff;
-            zfi_buf_printf(&b, "%s%llu capsule(s), %llu bytes: ", b.len ? "; " : "",
-                           (unsigned long long)hs->h[i].count, (unsigned long long)hs->h[i].bytes);
-            if (node == 0 || node > inst->n_nodes) {
-                zfi_buf_puts(&b, "allocated outside any node");
-            } else {
-                zf_node *n = inst->nodes[node - 1];
-                if (port && port <= n->n_in)
-                    zfi_buf_printf(&b, "last delivered to node '%s' (input '%s')", n->desc->id,
-                                   n->decl->inputs[port - 1].name);
-                else
-                    zfi_buf_printf(&b, "allocated by node '%s' and never sent", n->desc->id);
-            }
+    holders *hs = &w.hs;
+    for (size_t i = 0; i < hs->n; i++) {
+        uint32_t node = hs->h[i].owner >> 8, port = hs->h[i].owner & 0xff;
+        zfi_buf_printf(&b, "%s%llu capsule(s), %llu bytes: ", b.len ? "; " : "",
+                       (unsigned long long)hs->h[i].count, (unsigned long long)hs->h[i].bytes);
+        if (node == 0 || node > inst->n_nodes) {
+            zfi_buf_puts(&b, "allocated outside any node");
+        } else {
+            zf_node *n = inst->nodes[node - 1];
+            if (port && port <= n->n_in)
+                zfi_buf_printf(&b, "last delivered to node '%s' (input '%s')", n->desc->id,
+                               n->decl->inputs[port - 1].name);
+            else
+                zfi_buf_printf(&b, "allocated by node '%s' and never sent", n->desc->id);
         }
-        if (hs->other_count)
-            zfi_buf_printf(&b, "; %llu more capsule(s), %llu bytes",
-                           (unsigned long long)hs->other_count,
-                           (unsigned long long)hs->other_bytes);
     }
+    if (hs->other_count)
+        zfi_buf_printf(&b, "; %llu more capsule(s), %llu bytes",
+                       (unsigned long long)hs->other_count, (unsigned long long)hs->other_bytes);
     r->bytes_leaked =
         r->pool_bytes_after > r->bytes_abandoned ? r->pool_bytes_after - r->bytes_abandoned : 0;
     snprintf(r->holders, sizeof r->holders, "%s", b.s ? b.s : "");
     zfi_buf_free(&b);
+    free(w.abandoned_held);
 }
 
 /* ---- stop ---- */
@@ -200,7 +219,9 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     if (!inst)
         return zfi_error(ZF_EINVAL, "zf_instance_stop: NULL instance");
     pthread_mutex_lock(&inst->mu);
-    if (inst->stopped || inst->state == ZF_INSTANCE_DRAINING) {
+    while (!inst->stopped && inst->state == ZF_INSTANCE_DRAINING)
+        pthread_cond_wait(&inst->cv, &inst->mu); /* another stop is draining */
+    if (inst->stopped) {
         if (report)
             *report = inst->report;
         pthread_mutex_unlock(&inst->mu);
@@ -238,6 +259,8 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
      * nodes after it get a short grace to finish. */
     pthread_mutex_lock(&inst->mu);
     bool cut = false;
+    if (!atomic_load(&inst->started))
+        inst->sinks_left = 0; /* never ran: nothing to drain */
     for (;;) {
         uint64_t now = zf_clock_ns();
         if (inst->sinks_left == 0 || (cut && now >= deadline + GRACE_NS))
@@ -258,30 +281,15 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     pthread_mutex_unlock(&inst->mu);
     r.drain_ns = (int64_t)(zf_clock_ns() - t0);
 
-    /* 3. Halt; abandon whoever is still inside a callback after a grace. */
+    /* 3. Halt: no more callbacks; wait for those running (abandoning the
+     * ones past their hang_timeout). */
     atomic_store(&inst->halted, true);
-    uint64_t now = zf_clock_ns();
-    wait_quiescent(inst, (now > deadline ? now : deadline) + GRACE_NS);
-    for (size_t i = 0; i < inst->n_nodes; i++) {
-        zf_node *n = inst->nodes[i];
-        if (zfi_node_abandon(n)) {
-            r.nodes_abandoned++;
-            pthread_mutex_lock(&inst->mu);
-            zfi_node_set_state(n, ZF_NODE_FAILED, "abandoned at stop: stuck in a callback");
-            pthread_mutex_unlock(&inst->mu);
-            zfi_log(ZF_LOG_WARN, "instance",
-                    "%s: node '%s' is stuck in a callback: abandoned (its thread is left "
-                    "behind)",
-                    inst->uuid, n->desc->id);
-        }
-    }
-    wait_quiescent(inst, zf_clock_ns() + GRACE_NS);
+    settle(inst, &r);
     link_totals after = totals(inst);
-    r.delivered_in_drain = after.dequeued - before.dequeued;
+    r.delivered_in_drain = after.to_sinks - before.to_sinks;
 
     /* 4. fini, release, measure. */
     zfi_instance_fini_nodes(inst);
-    wait_quiescent(inst, zf_clock_ns() + GRACE_NS); /* threads fini joined */
     remove_from_runtime(inst);
     for (size_t i = 0; i < inst->n_links; i++)
         zfi_link_flush(inst->links[i]);
@@ -327,5 +335,6 @@ void zf_instance_destroy(zf_instance *inst)
                 (unsigned long long)inst->report.nodes_abandoned);
         return;
     }
-    zfi_instance_free(inst);
+    atomic_store(&inst->dying, true);
+    zfi_instance_try_free(inst); /* or the worker that pops its last queued node */
 }

@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#define DEFAULT_HANG_TIMEOUT_NS 1000000000LL
 #define DEFAULT_MAX_ERRORS      5u
 #define DEFAULT_ERROR_WINDOW_NS 1000000000LL
 
@@ -67,19 +66,23 @@ void zfi_watchdog_scan(zf_instance *inst, uint64_t now)
     for (size_t i = 0; i < inst->n_nodes; i++) {
         zf_node *n = inst->nodes[i];
         uint64_t w = atomic_load(&n->cb_word);
-        int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : DEFAULT_HANG_TIMEOUT_NS;
+        int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
         if (!w || (w & (ZFI_CB_HUNG | ZFI_CB_ABANDONED)) || now < w || now - w <= (uint64_t)limit)
             continue;
         uint64_t start = w;
-        if (!zfi_node_mark_hung(n, start))
-            continue; /* that callback returned meanwhile */
         char why[160];
         snprintf(why, sizeof why, "%s has not returned for %.1f s (hang_timeout %.1f s)",
                  n->decl->kind == ZF_SOURCE ? "produce" : "on_input", (double)(now - start) / 1e9,
                  (double)limit / 1e9);
+        /* Mark and degrade under the lock the returning worker takes to
+         * recover: it cannot recover between the two. */
         pthread_mutex_lock(&inst->mu);
-        degrade(n, ZFI_DEG_HUNG, why);
+        bool marked = zfi_node_mark_hung(n, start);
+        if (marked)
+            degrade(n, ZFI_DEG_HUNG, why);
         pthread_mutex_unlock(&inst->mu);
+        if (!marked)
+            continue; /* that callback returned meanwhile */
         zfi_worker_add_locked(inst->rt);
     }
 }
