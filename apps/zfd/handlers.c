@@ -212,11 +212,32 @@ static char *diag_error(zf_err code, const char *what, const zf_diag *dg)
 
 static char *deploy(zfd_daemon *d, const zf_request *req)
 {
+    pthread_mutex_lock(&d->mu);
+    size_t count = d->count;
+    pthread_mutex_unlock(&d->mu);
+    if (count >= d->max_instances)
+        return zf_response_error(ZF_EBUSY,
+                                 "this daemon already hosts %zu instances (its --max-instances); "
+                                 "destroy some first",
+                                 count);
     const char *slash = strrchr(req->path, '/');
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - req->path) : 1, req->path);
+    /* Node files and node code: only from the allowed folders (the
+     * descriptor's own folder too with --allow-descriptor-dir). */
+    const char *dirs[ZFD_MAX_LIB_PATHS + 1];
+    size_t n_dirs = 0;
+    for (size_t i = 0; i < d->n_lib_paths && n_dirs < ZFD_MAX_LIB_PATHS; i++)
+        dirs[n_dirs++] = d->lib_paths[i];
+    char *desc_dir = d->allow_descriptor_dir ? zfd_real_dir(dir[0] ? dir : "/") : NULL;
+    if (desc_dir)
+        dirs[n_dirs++] = desc_dir;
+    static const char *const nowhere[] = {"/nonexistent-zflow-lib-path/"};
     zf_diag *dg = zf_diag_new();
-    zf_flow_options fo = {.vars = req->vars, .n_vars = req->n_vars};
+    zf_flow_options fo = {.vars = req->vars,
+                          .n_vars = req->n_vars,
+                          .include_dirs = n_dirs ? dirs : nowhere,
+                          .n_include_dirs = n_dirs ? n_dirs : 1};
     zf_flow *f = NULL;
     char *resp = NULL;
     zf_err e = zf_flow_load_string(req->descriptor, strlen(req->descriptor), req->path,
@@ -227,7 +248,8 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
     }
     if ((resp = check_sources(d, f, req->path)) || (resp = check_mapping(d, f)))
         goto out;
-    zf_instance_options io = {.name = req->name};
+    zf_instance_options io = {
+        .name = req->name, .code_dirs = fo.include_dirs, .n_code_dirs = fo.n_include_dirs};
     zf_instance *inst = NULL;
     e = zf_instance_create(d->rt, f, &io, dg, &inst);
     if (e != ZF_OK) {
@@ -273,6 +295,7 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
 out:
     zf_flow_free(f);
     zf_diag_free(dg);
+    free(desc_dir);
     return resp;
 }
 

@@ -45,6 +45,7 @@ static void help(FILE *out)
             "  --config FILE          YAML: name, socket, lib_paths, workers, log,\n"
             "                         allow_descriptor_dir (options given here win)\n"
             "  --workers N            worker threads (default: one per CPU)\n"
+            "  --max-instances N      instances hosted at once (default 256)\n"
             "  --log LEVEL            error, warn, info (default), debug, trace\n"
             "  --version              print the version\n");
 }
@@ -54,6 +55,7 @@ typedef struct opts {
     const char **lib_paths;
     size_t n_lib_paths;
     unsigned workers;
+    size_t max_instances;
     bool allow_descriptor_dir;
     bool log_set;
 } opts;
@@ -82,6 +84,8 @@ static const char *value(int argc, char **argv, int *i)
 
 static void add_lib_path(opts *o, const char *dir)
 {
+    if (o->n_lib_paths == ZFD_MAX_LIB_PATHS)
+        die("at most %d --lib-path folders", ZFD_MAX_LIB_PATHS);
     const char **n = realloc(o->lib_paths, (o->n_lib_paths + 1) * sizeof *n);
     if (!n)
         die("out of memory");
@@ -113,6 +117,11 @@ static void parse_args(int argc, char **argv, opts *o)
             if (w < 1 || w > 256)
                 die("--workers takes a number from 1 to 256");
             o->workers = (unsigned)w;
+        } else if (!strncmp(a, "--max-instances", 15)) {
+            long m = atol(value(argc, argv, &i));
+            if (m < 1 || m > 4000)
+                die("--max-instances takes a number from 1 to 4000");
+            o->max_instances = (size_t)m;
         } else if (!strncmp(a, "--log", 5)) {
             if (zf_log_level_parse(value(argc, argv, &i), &log_level) != ZF_OK)
                 die("--log: %s", zf_last_error());
@@ -201,7 +210,9 @@ int main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    zfd_daemon d = {.name = strdup(o.name), .allow_descriptor_dir = o.allow_descriptor_dir};
+    zfd_daemon d = {.name = strdup(o.name),
+                    .allow_descriptor_dir = o.allow_descriptor_dir,
+                    .max_instances = o.max_instances ? o.max_instances : 256};
     pthread_mutex_init(&d.mu, NULL);
     d.lib_paths = calloc(o.n_lib_paths + 1, sizeof *d.lib_paths);
     for (size_t i = 0; i < o.n_lib_paths; i++) {
@@ -240,7 +251,15 @@ int main(int argc, char **argv)
         }
         break;
     }
-    zf_server_stop(srv); /* no request runs past this point */
+    if (!zf_server_stop(srv)) {
+        /* A handler is stuck (a node's init or fini that never returns): it
+         * still uses the runtime; do not free it under it. */
+        zfd_log(ZF_LOG_ERROR,
+                "%s: a request is still running after 30 s (a node's init or fini "
+                "does not return); exiting without destroying instances",
+                sig == SIGINT ? "SIGINT" : "SIGTERM");
+        return 1;
+    }
     zfd_log(ZF_LOG_INFO, "%s: destroying %zu instance(s), then exiting",
             sig == SIGINT ? "SIGINT" : "SIGTERM", d.count);
     zfd_destroy_all(&d);

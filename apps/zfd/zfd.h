@@ -11,11 +11,14 @@
 
 typedef struct entry entry;
 
+#define ZFD_MAX_LIB_PATHS 64
+
 typedef struct zfd_daemon {
     char *name;       /* this worker's name */
     char **lib_paths; /* allowed folders, real paths */
     size_t n_lib_paths;
     bool allow_descriptor_dir;
+    size_t max_instances;
     zf_runtime *rt;
     pthread_mutex_t mu; /* the instance table */
     entry *list;

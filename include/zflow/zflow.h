@@ -520,6 +520,11 @@ ZF_EXPORT char *zf_diag_format(const zf_diag *d);
 typedef struct zf_flow_options {
     const char *const *vars; /**< "KEY=VALUE" strings overriding `vars` */
     size_t n_vars;
+    /** When set, node files (`descriptor:`) are read only from these folders
+     *  (absolute real paths, each ending with '/'); others are refused
+     *  without being read. A daemon passes its --lib-path folders. */
+    const char *const *include_dirs;
+    size_t n_include_dirs;
 } zf_flow_options;
 
 /** Load and flatten a descriptor file and check its structure (ids, ports,
@@ -606,6 +611,12 @@ typedef struct zf_instance_options {
     const char *name;         /**< instance name; NULL: the flow's name */
     uint64_t max_memory;      /**< pool cap; 0: the descriptor's, else none */
     int64_t drain_timeout_ns; /**< 0: the descriptor's, else 2 s */
+    /** When set, node code (libraries, Python files) loads only from these
+     *  folders (absolute real paths, each ending with '/'). A library is
+     *  checked on the file actually opened and loaded from that descriptor,
+     *  so a path swapped after the check cannot escape. */
+    const char *const *code_dirs;
+    size_t n_code_dirs;
 } zf_instance_options;
 
 /** Load every node library, create links and the pool, `init` every node.
@@ -802,9 +813,11 @@ ZF_EXPORT zf_err zf_server_start(const zf_server_options *opt, zf_server_handler
 /** The socket path the server listens on (owned by the server). */
 ZF_EXPORT const char *zf_server_path(const zf_server *s);
 
-/** Stop accepting, finish the requests in progress, close every
- *  connection, remove the socket file, free the server. */
-ZF_EXPORT void zf_server_stop(zf_server *s);
+/** Stop accepting, finish the requests in progress (waiting up to 30 s),
+ *  close every connection, remove the socket file, free the server. Returns
+ *  false when a request was still running after 30 s: its handler may still
+ *  use what it was given, so the caller must not free that. */
+ZF_EXPORT bool zf_server_stop(zf_server *s);
 
 #ifdef __cplusplus
 }

@@ -56,13 +56,26 @@ zf_err zfi_frame_write(int fd, const char *data, size_t len, int timeout_ms)
     return ZF_OK;
 }
 
+/* Milliseconds left until deadline_ns (0: no deadline -> -1, wait forever). */
+static int left_ms(uint64_t deadline_ns)
+{
+    if (!deadline_ns)
+        return -1;
+    uint64_t now = zf_clock_ns();
+    return now >= deadline_ns ? 0 : (int)((deadline_ns - now) / 1000000u) + 1;
+}
+
 /* Read exactly n bytes; *got counts what arrived (to tell a clean close
- * from a truncated frame). */
-static zf_err read_full(int fd, char *buf, size_t n, int first_ms, int rest_ms, size_t *got)
+ * from a truncated frame). The first byte may take first_ms; once it came,
+ * the whole rest must arrive by one deadline (a client trickling bytes
+ * cannot hold the connection longer). */
+static zf_err read_full(int fd, char *buf, size_t n, int first_ms, uint64_t *deadline_ns,
+                        int rest_ms, size_t *got)
 {
     *got = 0;
     while (*got < n) {
-        int r = wait_fd(fd, POLLIN, *got ? rest_ms : first_ms);
+        int wait = *got || *deadline_ns ? left_ms(*deadline_ns) : first_ms;
+        int r = wait == 0 ? 0 : wait_fd(fd, POLLIN, wait);
         if (r == 0)
             return ZF_ETIMEDOUT;
         if (r < 0)
@@ -77,6 +90,8 @@ static zf_err read_full(int fd, char *buf, size_t n, int first_ms, int rest_ms, 
                 return ZF_ECLOSED;
             return zfi_error(ZF_ESYS, "recv: %s", strerror(errno));
         }
+        if (!*deadline_ns && rest_ms >= 0)
+            *deadline_ns = zf_clock_ns() + (uint64_t)rest_ms * 1000000u;
         *got += (size_t)k;
     }
     return ZF_OK;
@@ -87,7 +102,8 @@ zf_err zfi_frame_read(int fd, char **out, size_t *len, size_t max, int idle_ms, 
     *out = NULL;
     unsigned char hdr[4];
     size_t got;
-    zf_err e = read_full(fd, (char *)hdr, 4, idle_ms, rest_ms, &got);
+    uint64_t deadline = 0; /* set when the frame's first byte arrives */
+    zf_err e = read_full(fd, (char *)hdr, 4, idle_ms, &deadline, rest_ms, &got);
     if (e == ZF_ECLOSED && got == 0)
         return zfi_error(ZF_ECLOSED, "peer closed the connection");
     if (e == ZF_ETIMEDOUT && got == 0)
@@ -102,7 +118,7 @@ zf_err zfi_frame_read(int fd, char **out, size_t *len, size_t max, int idle_ms, 
     char *buf = malloc(n + 1);
     if (!buf)
         return zfi_error(ZF_ENOMEM, "out of memory for a frame of %zu bytes", n);
-    e = read_full(fd, buf, n, rest_ms, rest_ms, &got);
+    e = read_full(fd, buf, n, rest_ms, &deadline, rest_ms, &got);
     if (e != ZF_OK) {
         free(buf);
         if (e == ZF_ECLOSED || e == ZF_ETIMEDOUT)

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_DEPTH 64
+#define MAX_DEPTH   64
+#define MAX_MEMBERS 4096 /* per object: bounds the duplicate-key check */
 
 typedef struct parser {
     const char *s;
@@ -226,6 +227,11 @@ static zf_config *container(parser *p, int depth, bool object)
             key = string(p);
             if (!key)
                 break;
+            if (c->n >= MAX_MEMBERS) {
+                fail(p, "more than 4096 members in one object");
+                free(key);
+                break;
+            }
             if (zfi_config_member(c, key)) {
                 fail(p, "duplicate key");
                 free(key);

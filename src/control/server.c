@@ -220,7 +220,9 @@ static void *accept_main(void *arg)
     }
 }
 
-/* mkdir -p for the socket's folder (mode 0750 for what we create). */
+/* The socket's folder: created (mode 0750, parents 0755) when missing; an
+ * existing one must be owned by this user (or root) and writable by nobody
+ * else, or another user could replace the socket. */
 static zf_err make_parent(const char *path)
 {
     char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -238,6 +240,15 @@ static zf_err make_parent(const char *path)
     }
     if (mkdir(dir, 0750) != 0 && errno != EEXIST)
         return zfi_error(ZF_ESYS, "cannot create %s: %s", dir, strerror(errno));
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        return zfi_error(ZF_EPERM, "%s is not a folder", dir);
+    bool sticky_shared = (st.st_mode & S_ISVTX) && st.st_uid == 0; /* like /tmp */
+    if (!sticky_shared && ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & 022)))
+        return zfi_error(ZF_EPERM,
+                         "%s is owned by uid %u with mode %04o: the socket's folder must belong "
+                         "to this user (or root) and be writable by no one else",
+                         dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
     return ZF_OK;
 }
 
@@ -291,8 +302,11 @@ zf_err zf_server_start(const zf_server_options *opt, zf_server_handler handler, 
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     memcpy(a.sun_path, s->path, sizeof a.sun_path);
     s->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-    if (s->lfd < 0 || bind(s->lfd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        chmod(s->path, s->opt.mode) != 0 || listen(s->lfd, 128) != 0 ||
+    /* Created with its final mode (no window where it is more open). */
+    mode_t old_mask = umask(0777 & ~s->opt.mode);
+    int bound = s->lfd >= 0 ? bind(s->lfd, (struct sockaddr *)&a, sizeof a) : -1;
+    umask(old_mask);
+    if (bound != 0 || chmod(s->path, s->opt.mode) != 0 || listen(s->lfd, 128) != 0 ||
         pipe2(s->wake, O_CLOEXEC) != 0) {
         err = zfi_error(ZF_ESYS, "cannot listen on %s: %s", s->path, strerror(errno));
         goto fail;
@@ -319,10 +333,10 @@ fail:
     return err;
 }
 
-void zf_server_stop(zf_server *s)
+bool zf_server_stop(zf_server *s)
 {
     if (!s)
-        return;
+        return true;
     ssize_t w = write(s->wake[1], "x", 1);
     (void)w;
     pthread_join(s->accept_thread, NULL);
@@ -349,9 +363,10 @@ void zf_server_stop(zf_server *s)
     close(s->wake[1]);
     if (left) {
         zfi_log(ZF_LOG_WARN, "control", "%u connections still busy at stop: leaving them", left);
-        return; /* their threads still reference s */
+        return false; /* their threads still reference s */
     }
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s);
+    return true;
 }

@@ -490,7 +490,8 @@ bool zfi_link_drained(zf_link *l)
 bool zfi_link_has_room(zf_link *l)
 {
     zfi_lock_acquire(&l->mu);
-    bool r = l->count < l->capacity || l->breaker || l->policy != ZF_POLICY_BLOCK;
+    bool full = l->count >= l->capacity || (l->max_bytes && l->count && l->bytes >= l->max_bytes);
+    bool r = !full || l->breaker || l->policy != ZF_POLICY_BLOCK;
     zfi_lock_release(&l->mu);
     return r;
 }

@@ -369,9 +369,22 @@ static void include(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *i
         return;
     }
     char *canon = realpath(path, NULL);
+    char *text = NULL;
     size_t len = 0;
     int err = canon ? 0 : errno;
-    char *text = canon ? zfi_read_file(canon, &len, &err) : NULL;
+    if (canon && ld->n_include_dirs) {
+        bool allowed = false;
+        for (size_t i = 0; i < ld->n_include_dirs && !allowed; i++)
+            allowed = !strncmp(canon, ld->include_dirs[i], strlen(ld->include_dirs[i]));
+        if (!allowed) {
+            zfi_err(ld, ZF_EPERM, desc, f,
+                    "node file '%s' is outside the folders node files may be read from "
+                    "(here: the daemon's --lib-path folders)",
+                    canon);
+            goto out;
+        }
+    }
+    text = canon ? zfi_read_file(canon, &len, &err) : NULL;
     if (!text) {
         zfi_err(ld, err == ENOENT || err == ENOTDIR ? ZF_ENOTFOUND : ZF_EINVAL, desc, f,
                 "cannot read node file '%s': %s", path,

@@ -152,6 +152,10 @@ static zf_err load(const char *file, const char *dir, const char *canon, const c
     }
     const char *ifile = zfi_strings_intern(ld.strings, file);
     option_vars(&ld, opt);
+    if (opt && opt->n_include_dirs && opt->include_dirs) {
+        ld.include_dirs = opt->include_dirs;
+        ld.n_include_dirs = opt->n_include_dirs;
+    }
     if (canon) {
         ld.stack = zfi_calloc(1, sizeof *ld.stack);
         if (ld.stack && (ld.stack[0] = zfi_strdup(canon)))

@@ -230,7 +230,9 @@ struct zfi_loader {
     uint64_t max_memory; /* flow-level `max_memory` */
     int64_t drain_ns;    /* flow-level `drain_timeout` */
     zfi_strings *strings;
-    zfi_vars opt_vars;  /* zf_flow_options.vars */
+    zfi_vars opt_vars;               /* zf_flow_options.vars */
+    const char *const *include_dirs; /* zf_flow_options.include_dirs (not owned) */
+    size_t n_include_dirs;
     zfi_vars flow_vars; /* the flow's effective vars: inherited by every node file */
     zfi_node *nodes;
     zfi_aux *aux;

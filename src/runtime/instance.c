@@ -122,7 +122,8 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
                             "use isolation: thread",
                             nd->id);
     }
-    zf_err err = zfi_load_node(nd, inst->flow->file, &n->lib, diag);
+    zf_err err =
+        zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs, &n->lib, diag);
     if (err != ZF_OK) {
         free(n);
         return err;
@@ -285,6 +286,9 @@ void zfi_instance_free(zf_instance *inst)
     free(inst->topo);
     zf_pool_destroy(inst->pool);
     zfi_acct_unref(inst->acct);
+    for (size_t i = 0; i < inst->n_code_dirs; i++)
+        free(inst->code_dirs[i]);
+    free(inst->code_dirs);
     zf_flow_free(inst->flow);
     pthread_mutex_destroy(&inst->mu);
     pthread_cond_destroy(&inst->cv);
@@ -331,6 +335,16 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
         goto fail;
     }
     inst->n_nodes = f->n_nodes;
+    if (opt && opt->n_code_dirs && opt->code_dirs) {
+        inst->code_dirs = zfi_calloc(opt->n_code_dirs, sizeof *inst->code_dirs);
+        for (size_t i = 0; inst->code_dirs && i < opt->n_code_dirs; i++)
+            if ((inst->code_dirs[i] = zfi_strdup(opt->code_dirs[i])))
+                inst->n_code_dirs++;
+        if (inst->n_code_dirs != opt->n_code_dirs) {
+            err = zfi_error(ZF_ENOMEM, "out of memory");
+            goto fail;
+        }
+    }
     /* Load every node before failing, to report every problem at once. */
     for (size_t i = 0; i < f->n_nodes; i++) {
         zf_err e = new_node(inst, i, diag, &inst->nodes[i]);

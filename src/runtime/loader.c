@@ -3,6 +3,7 @@
 #include "runtime/runtime.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,33 @@ static void *open_python_host(char *why, size_t whylen)
     return NULL;
 }
 
-static zf_err load_python(const zfi_node *nd, const char *f, zfi_loaded *out, zf_diag *diag)
+static bool inside(const char *real, char *const *dirs, size_t n)
 {
+    for (size_t i = 0; i < n; i++)
+        if (!strncmp(real, dirs[i], strlen(dirs[i])))
+            return true;
+    return false;
+}
+
+static zf_err outside(zf_diag *diag, const zfi_node *nd, const char *f, const char *field,
+                      const char *real)
+{
+    return zfi_diag_add(diag, ZF_EPERM, f, nd->line, nd->col, field,
+                        "node '%s': %s is outside the folders node code may load from", nd->id,
+                        real);
+}
+
+static zf_err load_python(const zfi_node *nd, const char *f, char *const *dirs, size_t n_dirs,
+                          zfi_loaded *out, zf_diag *diag)
+{
+    if (n_dirs) {
+        char *real = realpath(nd->python, NULL);
+        bool ok = real && inside(real, dirs, n_dirs);
+        zf_err e = ok ? ZF_OK : outside(diag, nd, f, "python", real ? real : nd->python);
+        free(real);
+        if (e != ZF_OK)
+            return e;
+    }
     if (access(nd->python, R_OK) != 0)
         return zfi_diag_add(diag, ZF_ENOTFOUND, f, nd->line, nd->col, "python",
                             "node '%s': Python file %s does not exist or is not readable", nd->id,
@@ -169,12 +195,13 @@ done:
     return err;
 }
 
-zf_err zfi_load_node(const zfi_node *nd, const char *file, zfi_loaded *out, zf_diag *diag)
+zf_err zfi_load_node(const zfi_node *nd, const char *file, char *const *code_dirs,
+                     size_t n_code_dirs, zfi_loaded *out, zf_diag *diag)
 {
     memset(out, 0, sizeof *out);
     const char *f = nd->file ? nd->file : file;
     if (nd->python)
-        return load_python(nd, f, out, diag);
+        return load_python(nd, f, code_dirs, n_code_dirs, out, diag);
     if (!nd->library)
         return zfi_diag_add(diag, ZF_EINVAL, f, nd->line, nd->col, "library",
                             "node '%s' has no library", nd->id);
@@ -183,7 +210,33 @@ zf_err zfi_load_node(const zfi_node *nd, const char *file, zfi_loaded *out, zf_d
                             "node '%s': library %s does not exist or is not readable", nd->id,
                             nd->library);
     dlerror();
-    void *dl = dlopen(nd->library, RTLD_NOW | RTLD_LOCAL);
+    void *dl;
+    if (n_code_dirs) {
+        /* Resolve the path through the file opened, check the real path, and
+         * load by that real path (inside the allowed folders, which clients
+         * cannot write): a symlink swapped after the check changes nothing.
+         * (Not dlopen("/proc/self/fd/N"): the loader would take every such
+         * name for the library first loaded under it.) */
+        int fd = open(nd->library, O_RDONLY | O_CLOEXEC);
+        char proc[64], real[4096];
+        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+        ssize_t k = fd >= 0 ? readlink(proc, real, sizeof real - 1) : -1;
+        if (k <= 0) {
+            if (fd >= 0)
+                close(fd);
+            return zfi_diag_add(diag, ZF_ENOTFOUND, f, nd->line, nd->col, "library",
+                                "node '%s': cannot open %s", nd->id, nd->library);
+        }
+        real[k] = '\0';
+        if (!inside(real, code_dirs, n_code_dirs)) {
+            close(fd);
+            return outside(diag, nd, f, "library", real);
+        }
+        dl = dlopen(real, RTLD_NOW | RTLD_LOCAL);
+        close(fd);
+    } else {
+        dl = dlopen(nd->library, RTLD_NOW | RTLD_LOCAL);
+    }
     if (!dl)
         return zfi_diag_add(diag, ZF_EABI, f, nd->line, nd->col, "library",
                             "node '%s': cannot load %s: %s", nd->id, nd->library, dlerror());
@@ -264,7 +317,7 @@ zf_err zf_flow_check_libraries(const zf_flow *f, zf_diag *diag)
     zf_err first = ZF_OK;
     for (size_t i = 0; i < f->n_nodes; i++) {
         zfi_loaded l;
-        zf_err e = zfi_load_node(&f->nodes[i], f->file, &l, diag);
+        zf_err e = zfi_load_node(&f->nodes[i], f->file, NULL, 0, &l, diag);
         if (e == ZF_OK)
             zfi_unload_node(&l, false);
         else if (first == ZF_OK)

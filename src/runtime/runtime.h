@@ -105,7 +105,9 @@ struct zf_instance {
     size_t n_nodes;
     zf_link **links; /* by flow link index */
     size_t n_links;
-    size_t *topo; /* node indices, sources first */
+    size_t *topo;     /* node indices, sources first */
+    char **code_dirs; /* zf_instance_options.code_dirs (copied) */
+    size_t n_code_dirs;
     int64_t drain_timeout_ns;
 
     pthread_mutex_t mu;
@@ -234,7 +236,11 @@ void zfi_instance_unhold(zf_instance *inst);
 void zfi_instance_try_free(zf_instance *inst);
 
 /* Loader (loader.c). */
-zf_err zfi_load_node(const zfi_node *nd, const char *file, zfi_loaded *out, zf_diag *diag);
+/* Load node nd's code. With code_dirs (n_code_dirs > 0), the code must lie
+ * in one of those folders (real paths ending in '/'), checked on the file
+ * opened. */
+zf_err zfi_load_node(const zfi_node *nd, const char *file, char *const *code_dirs,
+                     size_t n_code_dirs, zfi_loaded *out, zf_diag *diag);
 void zfi_unload_node(zfi_loaded *l, bool keep_mapped);
 
 /* UUID v4 (uuid.c). */

@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const char *const vars[] = {"BASE_DIR=" ZF_FUZZ_BASE_DIR, "SCHEME=file://",
                                        "RUNTIME_1=edge_1",           "RUNTIME_2=edge_2",
                                        "RUNTIME_COMPOSITE=cloud_1",  "X={{ X }}"};
-    zf_flow_options opt = {vars, size && (data[0] & 1) ? 6 : 0};
+    zf_flow_options opt = {.vars = vars, .n_vars = size && (data[0] & 1) ? 6 : 0};
     zf_diag *d = zf_diag_new();
     zf_flow *f = NULL;
     zf_flow_load_string((const char *)data, size, "fuzz.yaml", ZF_FUZZ_BASE_DIR, &opt, d, &f);

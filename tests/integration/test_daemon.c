@@ -258,6 +258,24 @@ ZT_CASE(library_outside_lib_path_is_refused)
     ZT_EQ(stop_daemon(), 0);
 }
 
+ZT_CASE(node_files_outside_lib_path_are_not_read)
+{
+    start_daemon();
+    FILE *f = fopen(zt_tmp_path("secret.txt"), "w");
+    fprintf(f, "line one\nsecret-token-AAAA\n");
+    fclose(f);
+    f = fopen(zt_tmp_path("incl.yaml"), "w");
+    fprintf(f, "name: incl\noperators:\n  - id: op\n    descriptor: %s\n",
+            zt_tmp_path("secret.txt"));
+    fclose(f);
+    char *out;
+    ZT_EQ(ctl(&out, "deploy", zt_tmp_path("incl.yaml"), NULL), 1);
+    ZT_CONTAINS(out, "outside the folders node files may be read from");
+    ZT_CHECK(!strstr(out, "secret-token")); /* never read, never echoed */
+    free(out);
+    ZT_EQ(stop_daemon(), 0);
+}
+
 ZT_CASE(invalid_descriptor_is_reported_with_its_place)
 {
     start_daemon();
@@ -573,6 +591,7 @@ ZT_CASE(daemon_not_running_is_a_clear_message)
 
 ZT_MAIN(ZT_ENTRY(five_instances_listed_destroyed_suspended_resumed),
         ZT_ENTRY(library_outside_lib_path_is_refused),
+        ZT_ENTRY(node_files_outside_lib_path_are_not_read),
         ZT_ENTRY(invalid_descriptor_is_reported_with_its_place),
         ZT_ENTRY(hostile_clients_never_crash_or_wedge_the_daemon),
         ZT_ENTRY(socket_is_0660_and_other_users_are_refused),

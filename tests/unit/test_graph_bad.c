@@ -191,14 +191,14 @@ ZT_CASE(bad_option_vars)
 {
     const char *text = "name: x\n";
     const char *vars[] = {"NOEQUALS", "=empty"};
-    zf_flow_options opt = {vars, 2};
+    zf_flow_options opt = {.vars = vars, .n_vars = 2};
     zf_diag *d = zf_diag_new();
     zf_flow *f = NULL;
     ZT_EQ(zf_flow_load_string(text, strlen(text), "x.yaml", NULL, &opt, d, &f), ZF_EINVAL);
     ZT_EQ(zf_diag_count(d), 2);
     ZT_STREQ(zf_diag_get(d, 0)->field, "vars");
     ZT_CONTAINS(zf_diag_get(d, 0)->message, "expected KEY=VALUE");
-    zf_flow_options bad = {NULL, 3};
+    zf_flow_options bad = {.vars = NULL, .n_vars = 3};
     ZT_EQ(zf_flow_load_string(text, strlen(text), "x.yaml", NULL, &bad, d, &f), ZF_EINVAL);
     zf_diag_free(d);
 }

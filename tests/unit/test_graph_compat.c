@@ -29,7 +29,7 @@ static zf_err load(const char *file, const char *const *vars, size_t n, zf_diag 
 {
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", corpus(), file);
-    zf_flow_options opt = {vars, n};
+    zf_flow_options opt = {.vars = vars, .n_vars = n};
     zf_err rc = zf_flow_load(path, &opt, d, f);
     if (getenv("ZT_VERBOSE")) {
         char *s = zf_diag_format(d);

@@ -26,7 +26,7 @@ static zf_flow *load(const char *file, const char *const *vars, size_t n)
 {
     char path[4400];
     snprintf(path, sizeof path, "%s/%s", good(), file);
-    zf_flow_options opt = {vars, n};
+    zf_flow_options opt = {.vars = vars, .n_vars = n};
     zf_diag *d = zf_diag_new();
     zf_flow *f = NULL;
     if (zf_flow_load(path, &opt, d, &f) != ZF_OK) {

@@ -19,7 +19,7 @@
 static zf_err load(const char *text, const char *const *vars, size_t n, const char *dir, zf_diag *d,
                    zf_flow **f)
 {
-    zf_flow_options opt = {vars, n};
+    zf_flow_options opt = {.vars = vars, .n_vars = n};
     zf_err rc =
         zf_flow_load_string(text, strlen(text), "flow.yaml", dir ? dir : "/base", &opt, d, f);
     if (getenv("ZT_VERBOSE")) {
@@ -211,7 +211,7 @@ ZT_CASE(node_files_take_the_flow_vars)
                      "sources:\n"
                      "  - {id: src, descriptor: nodes/src.yaml}\n" FLOW_TAIL);
     const char *opts[] = {"BUILD=release"};
-    zf_flow_options opt = {opts, 1};
+    zf_flow_options opt = {.vars = opts, .n_vars = 1};
     zf_flow *f = NULL;
     zf_diag *d = zf_diag_new();
     ZT_OK(zf_flow_load(path, &opt, d, &f));
