@@ -335,6 +335,5 @@ void zf_instance_destroy(zf_instance *inst)
                 (unsigned long long)inst->report.nodes_abandoned);
         return;
     }
-    atomic_store(&inst->dying, true);
-    zfi_instance_try_free(inst); /* or the worker that pops its last queued node */
+    zfi_instance_unhold(inst); /* or the worker that pops its last queued node frees it */
 }
