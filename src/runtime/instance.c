@@ -317,7 +317,6 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     pthread_condattr_destroy(&ca);
     inst->state = ZF_INSTANCE_CREATED;
     inst->state_since_ns = zf_clock_ns();
-    atomic_init(&inst->sched_refs, 1); /* the owner's, until zf_instance_destroy */
     inst->drain_timeout_ns = opt && opt->drain_timeout_ns ? opt->drain_timeout_ns
                              : f->drain_timeout_ns        ? f->drain_timeout_ns
                                                           : DEFAULT_DRAIN_TIMEOUT_NS;
@@ -376,14 +375,6 @@ fail:
         inst->acct = zfi_acct_new();
     zfi_instance_free(inst);
     return err;
-}
-
-void zfi_instance_unhold(zf_instance *inst)
-{
-    /* The owner's reference (dropped by zf_instance_destroy) keeps the count
-     * above 0 until then; after it, nothing notifies a node again. */
-    if (atomic_fetch_sub(&inst->sched_refs, 1) == 1)
-        zfi_instance_free(inst);
 }
 
 const char *zf_instance_uuid(const zf_instance *inst)

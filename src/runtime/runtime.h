@@ -114,10 +114,6 @@ struct zf_instance {
     pthread_cond_t cv; /* drain progress, state changes */
     zf_instance_state state;
     uint64_t state_since_ns;
-    /* The owner (until zf_instance_destroy) and every node QUEUED or RUNNING
-     * hold the instance (a worker may still pop a node of a stopped
-     * instance): the last to let go frees it (instance.c). */
-    atomic_uint sched_refs;
     atomic_bool started;         /* start ran once: nodes may be scheduled */
     atomic_bool sources_stopped; /* suspended or draining: sources idle */
     atomic_bool halted;          /* past the drain: run no more callbacks */
@@ -227,9 +223,6 @@ void zfi_instance_sink_done(zf_instance *inst);
 void zfi_instance_fini_nodes(zf_instance *inst);
 /* Free the instance and everything it owns (instance.c). */
 void zfi_instance_free(zf_instance *inst);
-/* Drop a hold on inst (a node going idle, or the owner destroying it); the
- * last one frees it. */
-void zfi_instance_unhold(zf_instance *inst);
 
 /* Loader (loader.c). */
 /* Load node nd's code. With code_dirs (n_code_dirs > 0), the code must lie

@@ -187,7 +187,6 @@ void zfi_node_notify(zf_node *n)
                                                   memory_order_acquire)) {
             if (next != ZFI_QUEUED)
                 return;
-            atomic_fetch_add(&n->inst->sched_refs, 1); /* dropped when it goes idle */
             zf_runtime *rt = n->inst->rt;
             if (tls_rt == rt && tls_slot >= 0) {
                 zf_node *old = atomic_exchange(&rt->slots[tls_slot], n);
@@ -407,10 +406,8 @@ static bool run_node(zf_node *n)
             return true;
         }
         int expect = ZFI_RUNNING;
-        if (atomic_compare_exchange_strong(&n->sched, &expect, ZFI_IDLE)) {
-            zfi_instance_unhold(inst); /* n may not be touched after this */
-            return true;
-        }
+        if (atomic_compare_exchange_strong(&n->sched, &expect, ZFI_IDLE))
+            return true;                      /* n may not be touched after this */
         atomic_store(&n->sched, ZFI_RUNNING); /* notified while running: again */
     }
 }

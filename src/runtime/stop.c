@@ -335,5 +335,27 @@ void zf_instance_destroy(zf_instance *inst)
                 (unsigned long long)inst->report.nodes_abandoned);
         return;
     }
-    zfi_instance_unhold(inst); /* or the worker that pops its last queued node frees it */
+    /* A node of a stopped instance may still wait in the run queue or a
+     * worker's slot (it does nothing once popped: the instance is halted);
+     * free only when every node is idle. Halted nodes take no time, so this
+     * waits only for a worker to be free. */
+    uint64_t t0 = zf_clock_ns(), warned = 0;
+    for (;;) {
+        bool idle = true;
+        for (size_t i = 0; i < inst->n_nodes && idle; i++)
+            idle = atomic_load(&inst->nodes[i]->abandoned) ||
+                   atomic_load(&inst->nodes[i]->sched) == ZFI_IDLE;
+        if (idle)
+            break;
+        uint64_t waited = zf_clock_ns() - t0;
+        if (waited > (warned + 5) * 1000000000ull) {
+            warned = waited / 1000000000ull;
+            zfi_log(ZF_LOG_WARN, "instance",
+                    "%s: destroy has waited %llu s for a worker to retire its queued nodes "
+                    "(all workers busy)",
+                    inst->uuid, (unsigned long long)warned);
+        }
+        usleep(1000);
+    }
+    zfi_instance_free(inst);
 }
