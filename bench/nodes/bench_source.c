@@ -43,7 +43,8 @@ static zf_err src_produce(void *state, zf_node *n)
     zf_err e = zf_data_alloc(n, (size_t)b->size, &d);
     if (e != ZF_OK)
         return e;
-    zf_data_set_timestamp(d, zf_clock_ns());
+    if (b->lockstep) /* zf_data_alloc stamps too; latency wants the last word */
+        zf_data_set_timestamp(d, zf_clock_ns());
     atomic_fetch_add_explicit(&b->sent, 1, memory_order_relaxed);
     return zf_send(n, 0, &d);
 }

@@ -14,7 +14,7 @@
 
 /* ---- per-thread context and pinned-memory accounting ---- */
 
-_Thread_local zfi_ctx zfi_thread_ctx;
+ZFI_TLS zfi_ctx zfi_thread_ctx;
 
 zfi_ctx *zfi_ctx_get(void)
 {

@@ -104,7 +104,7 @@ static inline void *zfi_payload(const zf_data *d)
     return ((const zfi_ext *)d)->ptr;
 }
 
-extern _Thread_local zfi_ctx zfi_thread_ctx;
+extern ZFI_TLS zfi_ctx zfi_thread_ctx;
 static inline void zfi_held(long long delta)
 {
     /* Only the thread running the node's code writes its count (a node runs

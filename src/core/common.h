@@ -16,6 +16,10 @@
 #define ZFI_LIKELY(x)    __builtin_expect(!!(x), 1)
 #define ZFI_UNLIKELY(x)  __builtin_expect(!!(x), 0)
 #define ZFI_CACHELINE    64
+/* Thread-locals on the hot path: the initial-exec model (libzflow is
+ * loaded with the program, never dlopen'ed late) reads them at a fixed
+ * offset from the thread pointer, without a call to __tls_get_addr. */
+#define ZFI_TLS _Thread_local __attribute__((tls_model("initial-exec")))
 
 /* Set this thread's zf_last_error() detail and return `code`. */
 zf_err zfi_error(zf_err code, const char *fmt, ...) ZF_PRINTF(2, 3);

@@ -181,21 +181,29 @@ static zf_data *ring_take(zf_link *l)
     return d;
 }
 
+/* Room for one more in the ring. Only a parked producer's burst, or
+ * capsules a consumer put back, go past capacity: grow. */
+static bool ring_reserve(zf_link *l)
+{
+    if (l->count < l->ring_cap)
+        return true;
+    uint32_t ncap = l->ring_cap * 2;
+    zf_data **nr = calloc(ncap, sizeof *nr);
+    if (!nr)
+        return false;
+    for (uint32_t i = 0; i < l->count; i++)
+        nr[i] = l->ring[(l->head + i) % l->ring_cap];
+    free(l->ring);
+    l->ring = nr;
+    l->ring_cap = ncap;
+    l->head = 0;
+    return true;
+}
+
 static bool ring_put(zf_link *l, zf_data *d)
 {
-    if (l->count == l->ring_cap) {
-        /* Only a parked producer's burst goes past capacity: grow. */
-        uint32_t ncap = l->ring_cap * 2;
-        zf_data **nr = calloc(ncap, sizeof *nr);
-        if (!nr)
-            return false;
-        for (uint32_t i = 0; i < l->count; i++)
-            nr[i] = l->ring[(l->head + i) % l->ring_cap];
-        free(l->ring);
-        l->ring = nr;
-        l->ring_cap = ncap;
-        l->head = 0;
-    }
+    if (!ring_reserve(l))
+        return false;
     l->ring[(l->head + l->count) % l->ring_cap] = d;
     l->count++;
     l->bytes += d->len;
@@ -359,12 +367,17 @@ static void after_pop(zf_link *l, bool wake_producer)
         l->on_room(l->room_arg);
 }
 
-size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, bool *eos)
+size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, uint64_t max_bytes, bool *eos)
 {
     size_t n = 0;
+    uint64_t bytes = 0;
     bool wake = false;
     zfi_lock_acquire(&l->mu);
     while (n < max && l->count) {
+        uint64_t len = l->ring[l->head]->len;
+        if (n && bytes + len > max_bytes)
+            break;
+        bytes += len;
         out[n++] = ring_take(l);
         l->dequeued++;
     }
@@ -379,13 +392,34 @@ size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, bool *eos)
     return n;
 }
 
+void zfi_link_unpop(zf_link *l, zf_data *const *caps, size_t n)
+{
+    size_t i = n; /* back to front: each goes before the previous */
+    zfi_lock_acquire(&l->mu);
+    while (i > 0 && ring_reserve(l)) {
+        zf_data *d = caps[--i];
+        l->head = (l->head + l->ring_cap - 1) % l->ring_cap;
+        l->ring[l->head] = d;
+        l->count++;
+        l->bytes += d->len;
+        l->dequeued--;
+    }
+    l->dropped += i; /* out of memory growing the ring: caps[0..i) are lost */
+    if (l->count > l->high_water)
+        l->high_water = l->count;
+    atomic_store_explicit(&l->depth, l->count, memory_order_release);
+    zfi_lock_release(&l->mu);
+    while (i > 0)
+        zf_data_unref(caps[--i]);
+}
+
 zf_err zf_link_try_pop(zf_link *l, zf_data **out)
 {
     if (!l || !out)
         return zfi_error(ZF_EINVAL, "zf_link_try_pop: NULL argument");
     *out = NULL;
     bool eos;
-    if (zfi_link_pop_batch(l, out, 1, &eos))
+    if (zfi_link_pop_batch(l, out, 1, 0, &eos))
         return ZF_OK;
     return eos ? ZF_ECLOSED : ZF_EAGAIN;
 }

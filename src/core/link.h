@@ -17,9 +17,15 @@ void zfi_link_set_hooks(zf_link *l, zfi_link_hook on_data, void *data_arg, zfi_l
  * again until on_room). Consumes *d. ZF_ECLOSED when closed. */
 zf_err zfi_link_push_nowait(zf_link *l, zf_data **d, bool *park);
 
-/* Pop up to max capsules into out[]; returns how many. *eos is set when the
- * link is closed and now empty. */
-size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, bool *eos);
+/* Pop up to max capsules into out[], and past the first no more than
+ * max_bytes of payload in all; returns how many. *eos is set when the link
+ * is closed and now empty. */
+size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, uint64_t max_bytes, bool *eos);
+
+/* Put back n capsules popped by zfi_link_pop_batch and not delivered, at
+ * the head of the link in their order (the link may briefly hold more than
+ * its capacity). Consumes them. */
+void zfi_link_unpop(zf_link *l, zf_data *const *caps, size_t n);
 
 /* Messages queued (lock-free snapshot). */
 uint32_t zfi_link_depth(const zf_link *l);

@@ -21,6 +21,12 @@ enum zfi_sched { ZFI_IDLE = 0, ZFI_QUEUED = 1, ZFI_RUNNING = 2, ZFI_RUNNING_NOTI
 #define ZFI_CB_START(w)  ((w) & ~(ZFI_CB_HUNG | ZFI_CB_ABANDONED))
 
 #define ZFI_DEFAULT_HANG_TIMEOUT_NS 1000000000LL
+/* A scheduling step runs a node for up to ZFI_BATCH callbacks; an operator
+ * or sink takes its input capsules in one pop of up to ZFI_BATCH capsules
+ * and ZFI_BATCH_BYTES bytes (at least one: large frames go one by one, so
+ * a node never holds more than one undelivered frame). */
+#define ZFI_BATCH       32
+#define ZFI_BATCH_BYTES 65536u
 
 /* Why a node is DEGRADED (bits: both may hold at once). */
 enum { ZFI_DEG_HUNG = 1, ZFI_DEG_ERRORS = 2 };
@@ -69,7 +75,13 @@ struct zf_node {
      * possibly with ZFI_CB_HUNG or ZFI_CB_ABANDONED set. The start time
      * names the callback, so a compare-and-swap acts on that one only. */
     _Atomic uint64_t cb_word;
-    zf_data *cb_capsule;   /* the capsule the running on_input holds */
+    zf_data *cb_capsule; /* the capsule the running on_input holds */
+    /* The capsules a step popped from input batch_port and has not yet
+     * delivered: batch[batch_next..batch_end). The running worker's, or,
+     * once the node is abandoned, the stopper's (zfi_node_abandon puts them
+     * back in their link). */
+    zf_data *batch[ZFI_BATCH];
+    uint32_t batch_next, batch_end, batch_port;
     uint64_t last_start;   /* the previous callback's cb_word (worker only) */
     uint32_t timing_tick;  /* every BUSY_SAMPLE-th callback is timed precisely */
     atomic_llong held;     /* references node code took and did not drop */

@@ -3,7 +3,7 @@
  * state needs no lock.
  *
  * - An operator or sink is ready when an input has a capsule (or end of
- *   stream); a step hands it up to BATCH capsules, one callback each.
+ *   stream); a step hands it up to ZFI_BATCH capsules, one callback each.
  * - A free-running source is ready while its outputs have room; a periodic
  *   one when the timer thread says a period has passed.
  * - A zf_send into a full `block` link never sleeps: the capsule is
@@ -20,20 +20,19 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define BATCH          32
 #define SPIN_NS        30000u
 #define MAX_BACKOFF_NS 10000000ull
 #define BUSY_SAMPLE    16
 
-static _Thread_local zf_node *tls_node;
-static _Thread_local bool tls_retire;
+static ZFI_TLS zf_node *tls_node;
+static ZFI_TLS bool tls_retire;
 /* A worker's "run next" slot: a node made ready by the node this worker
  * runs, when no other worker is idle, runs here next: same core, warm
  * caches, no trip through the run queue. Slots are stealable: a worker
  * looking for work takes a node waiting in another's slot (so a node never
  * waits behind a slow or hung callback). */
-static _Thread_local zf_runtime *tls_rt;
-static _Thread_local int tls_slot = -1;
+static ZFI_TLS zf_runtime *tls_rt;
+static ZFI_TLS int tls_slot = -1;
 #define MAX_NEXT_RUNS 32
 
 zf_node *zfi_current_node(void)
@@ -221,7 +220,7 @@ enum step_result { STEP_OK, STEP_ABANDONED };
 
 /* Run one callback with the node's context. Returns STEP_ABANDONED when the
  * node was abandoned while inside it: the worker must touch nothing else. */
-static enum step_result call(zf_node *n, unsigned port, zf_data **d)
+static enum step_result call(zf_node *n, unsigned port, zf_data **d, uint64_t *now)
 {
     zfi_ctx saved = zfi_node_enter(n);
     tls_node = n;
@@ -233,7 +232,7 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d)
      * it names this callback); busy time is measured precisely on one
      * callback in BUSY_SAMPLE and extrapolated: two precise clock reads per
      * callback would cost more than a hop. */
-    uint64_t t0 = zfi_clock_coarse_ns();
+    uint64_t t0 = *now ? *now : zfi_clock_coarse_ns();
     if (t0 <= n->last_start)
         t0 = n->last_start + 1;
     n->last_start = t0;
@@ -243,18 +242,20 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d)
     zf_err err = d ? n->decl->on_input(n->state, n, port, d) : n->decl->produce(n->state, n);
     uint64_t w = t0;
     bool was_hung = false;
-    if (!atomic_compare_exchange_strong(&n->cb_word, &w, 0)) {
+    while (!atomic_compare_exchange_weak(&n->cb_word, &w, 0)) {
+        /* One compare-and-swap decides against zfi_node_abandon: either
+         * this worker goes on, or it was abandoned and touches nothing. */
         if (w & ZFI_CB_ABANDONED) {
             tls_node = NULL;
             zfi_node_leave(saved);
             return STEP_ABANDONED;
         }
-        was_hung = true; /* the watchdog replaced this worker meanwhile */
-        atomic_store(&n->cb_word, 0);
+        was_hung = w != t0; /* the watchdog replaced this worker meanwhile */
     }
     if (timed)
         zfi_counter_add(&n->busy_ns, (zf_clock_ns() - p0) * BUSY_SAMPLE);
     uint64_t t1 = zfi_clock_coarse_ns(); /* progress: when it completed */
+    *now = t1;                           /* the next callback of this step starts now */
     tls_node = NULL;
     zfi_node_leave(saved);
     zfi_counter_add(&n->callbacks, 1);
@@ -304,71 +305,100 @@ static void finish_node(zf_node *n)
 static enum step_result step_source(zf_node *n, bool *more)
 {
     zf_instance *inst = n->inst;
-    if (n->done || atomic_load(&inst->sources_stopped) || !n->decl->produce)
-        return STEP_OK;
     bool periodic = n->desc->period_ns > 0;
-    if (periodic && !atomic_exchange(&n->ticks, 0))
-        return STEP_OK;
-    uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed);
-    if (call(n, 0, NULL) == STEP_ABANDONED)
-        return STEP_ABANDONED;
-    bool parked = atomic_load(&n->parked);
-    if (parked)
-        n->parked_since = zf_clock_ns();
-    if (periodic) {
-        *more = !parked && atomic_load(&n->ticks) && !atomic_load(&inst->sources_stopped);
-        return STEP_OK;
-    }
-    if (atomic_load_explicit(&n->sent, memory_order_relaxed) != sent) {
+    uint64_t now = 0; /* coarse clock, shared by consecutive callbacks */
+    /* Up to ZFI_BATCH calls per step (a periodic source: one per elapsed
+     * period), so a free-running source does not go through the run queue
+     * once per message. */
+    for (int k = 0; k < ZFI_BATCH; k++) {
+        if (n->done || atomic_load(&inst->sources_stopped) || atomic_load(&inst->halted) ||
+            !n->decl->produce)
+            return STEP_OK;
+        if (periodic && !atomic_exchange(&n->ticks, 0))
+            return STEP_OK;
+        uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed);
+        if (call(n, 0, NULL, &now) == STEP_ABANDONED)
+            return STEP_ABANDONED;
+        if (atomic_load(&n->parked)) {
+            n->parked_since = zf_clock_ns();
+            return STEP_OK;
+        }
+        if (periodic) {
+            if (!atomic_load(&n->ticks))
+                return STEP_OK;
+            continue;
+        }
+        if (atomic_load_explicit(&n->sent, memory_order_relaxed) == sent) {
+            /* A free-running source that had nothing to send: call it
+             * again after a backoff (100 us doubling to 10 ms) rather than
+             * spin. */
+            n->backoff_ns = n->backoff_ns ? n->backoff_ns * 2 : 100000;
+            if (n->backoff_ns > MAX_BACKOFF_NS)
+                n->backoff_ns = MAX_BACKOFF_NS;
+            atomic_store(&n->wake_at_ns, zf_clock_ns() + n->backoff_ns);
+            zfi_timer_kick(inst->rt);
+            return STEP_OK;
+        }
         n->backoff_ns = 0;
-        *more = !parked && !atomic_load(&inst->sources_stopped);
-        return STEP_OK;
     }
-    /* A free-running source that had nothing to send: call it again after
-     * a backoff (100 us doubling to 10 ms) rather than spin. */
-    n->backoff_ns = n->backoff_ns ? n->backoff_ns * 2 : 100000;
-    if (n->backoff_ns > MAX_BACKOFF_NS)
-        n->backoff_ns = MAX_BACKOFF_NS;
-    atomic_store(&n->wake_at_ns, zf_clock_ns() + n->backoff_ns);
-    zfi_timer_kick(inst->rt);
+    *more = !atomic_load(&inst->sources_stopped);
     return STEP_OK;
 }
 
+/* Deliver up to ZFI_BATCH capsules, taken from an input in one pop (one
+ * lock round trip for many small capsules) into n->batch. Those a stop or a
+ * park leaves undelivered go back to the head of their link, in order; if
+ * the node is abandoned inside a callback, the stopper puts them back. */
 static enum step_result step_consumer(zf_node *n, bool *more)
 {
-    for (int k = 0; k < BATCH && !atomic_load(&n->parked); k++) {
-        if (atomic_load(&n->inst->halted))
-            return STEP_OK; /* the instance is stopping: no more callbacks */
-        zf_data *d = NULL;
-        size_t port = 0;
+    uint64_t now = 0; /* coarse clock, shared by consecutive callbacks */
+    int k = 0;
+    while (k < ZFI_BATCH && !atomic_load(&n->parked)) {
+        size_t port = 0, got = 0;
         bool all_eos = true;
         for (size_t j = 0; j < n->n_in; j++) {
             port = (n->rr + j) % n->n_in;
             bool eos = false;
-            if (zfi_link_pop_batch(n->in[port], &d, 1, &eos))
+            got = zfi_link_pop_batch(n->in[port], n->batch, (size_t)(ZFI_BATCH - k),
+                                     ZFI_BATCH_BYTES, &eos);
+            if (got)
                 break;
             all_eos = all_eos && eos;
         }
-        if (!d) {
+        if (!got) {
             if (all_eos)
                 finish_node(n);
             return STEP_OK;
         }
         n->rr = (unsigned)(port + 1);
-        atomic_store_explicit(&d->owner, (uint32_t)((n->index + 1) << 8 | (port + 1)),
-                              memory_order_relaxed);
-        if (call(n, (unsigned)port, &d) == STEP_ABANDONED) {
-            /* The pool outlives an abandoned node: releasing is safe. */
-            zf_data_unref(d);
-            return STEP_ABANDONED;
-        }
-        if (d) {
-            zfi_data_check(d, "on_input");
-            atomic_store_explicit(&n->held,
-                                  atomic_load_explicit(&n->held, memory_order_relaxed) - 1,
+        n->batch_port = (uint32_t)port;
+        n->batch_end = (uint32_t)got;
+        for (size_t i = 0; i < got; i++, k++) {
+            if (atomic_load(&n->inst->halted) || atomic_load(&n->parked)) {
+                /* stopping (no more callbacks), or parked on a full output */
+                zfi_link_unpop(n->in[port], n->batch + i, got - i);
+                break;
+            }
+            zf_data *d = n->batch[i];
+            n->batch_next = (uint32_t)(i + 1);
+            atomic_store_explicit(&d->owner, (uint32_t)((n->index + 1) << 8 | (port + 1)),
                                   memory_order_relaxed);
-            zf_data_unref(d); /* whatever the callback left in *d */
+            if (call(n, (unsigned)port, &d, &now) == STEP_ABANDONED) {
+                /* The pool outlives an abandoned node: releasing is safe. */
+                zf_data_unref(d);
+                return STEP_ABANDONED;
+            }
+            if (d) {
+                zfi_data_check(d, "on_input");
+                atomic_store_explicit(&n->held,
+                                      atomic_load_explicit(&n->held, memory_order_relaxed) - 1,
+                                      memory_order_relaxed);
+                zf_data_unref(d); /* whatever the callback left in *d */
+            }
         }
+        n->batch_next = n->batch_end = 0;
+        if (atomic_load(&n->inst->halted))
+            return STEP_OK;
     }
     if (atomic_load(&n->parked)) {
         n->parked_since = zf_clock_ns();
@@ -535,6 +565,12 @@ bool zfi_node_abandon(zf_node *n)
     while (w && !(w & ZFI_CB_ABANDONED)) {
         if (atomic_compare_exchange_weak(&n->cb_word, &w, w | ZFI_CB_ABANDONED)) {
             atomic_store(&n->abandoned, true);
+            /* Its worker will touch nothing more: the capsules its step had
+             * not delivered yet go back to their link (stop flushes it). */
+            if (n->batch_next < n->batch_end)
+                zfi_link_unpop(n->in[n->batch_port], n->batch + n->batch_next,
+                               n->batch_end - n->batch_next);
+            n->batch_next = n->batch_end = 0;
             zf_runtime *rt = n->inst->rt;
             pthread_mutex_lock(&rt->mu);
             rt->stuck_workers++;

@@ -3,15 +3,17 @@
  *   keep: 0         keep a reference to the first N capsules until fini
  *   leak: 0         keep a reference to the first N capsules forever
  *   fail_every: 0   return an error for every Nth capsule
- *   sleep_us: 0     busy time per capsule */
+ *   sleep_us: 0     busy time per capsule
+ *   hang_on: 0      never return from the Nth capsule's callback */
 #include <zflow/zflow.h>
 
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef struct relay {
     bool mutate;
-    int64_t keep, leak, fail_every, sleep_us, seen;
+    int64_t keep, leak, fail_every, sleep_us, hang_on, seen;
     zf_data **kept;
     int64_t n_kept;
 } relay;
@@ -27,6 +29,7 @@ static zf_err relay_init(zf_node *n, void **state)
     zf_config_int(c, "leak", 0, &r->leak);
     zf_config_int(c, "fail_every", 0, &r->fail_every);
     zf_config_int(c, "sleep_us", 0, &r->sleep_us);
+    zf_config_int(c, "hang_on", 0, &r->hang_on);
     r->kept = calloc((size_t)(r->keep + 1), sizeof *r->kept);
     *state = r;
     return ZF_OK;
@@ -41,6 +44,8 @@ static zf_err relay_on_input(void *state, zf_node *n, unsigned port, zf_data **d
         struct timespec ts = {0, r->sleep_us * 1000};
         nanosleep(&ts, NULL);
     }
+    while (r->hang_on && r->seen == r->hang_on)
+        sleep(3600); /* hung for good: stop abandons this thread */
     if (r->fail_every && r->seen % r->fail_every == 0) {
         zf_node_set_error(n, "injected failure %lld", (long long)r->seen);
         return ZF_EINVAL;

@@ -269,11 +269,11 @@ ZT_CASE(nowait_push_parks_and_room_hook_fires)
     ZT_EQ(atomic_load(&data_calls), 3);
     zf_data *o[4];
     bool eos;
-    ZT_EQ(zfi_link_pop_batch(l, o, 1, &eos), 1);
+    ZT_EQ(zfi_link_pop_batch(l, o, 1, 0, &eos), 1);
     ZT_EQ(atomic_load(&room_calls), 0); /* still at capacity */
-    ZT_EQ(zfi_link_pop_batch(l, o + 1, 1, &eos), 1);
+    ZT_EQ(zfi_link_pop_batch(l, o + 1, 1, 0, &eos), 1);
     ZT_EQ(atomic_load(&room_calls), 1); /* under capacity: wake the producer */
-    ZT_EQ(zfi_link_pop_batch(l, o + 2, 4, &eos), 1);
+    ZT_EQ(zfi_link_pop_batch(l, o + 2, 4, 0, &eos), 1);
     ZT_EQ(atomic_load(&room_calls), 1); /* once */
     ZT_CHECK(!eos);
     for (int i = 0; i < 3; i++)
@@ -315,9 +315,49 @@ ZT_CASE(breaker_sheds_load_even_on_block_links)
     ZT_EQ(pool_in_use(), 0);
 }
 
+/* The scheduler's batches: a pop takes up to max capsules but, past the
+ * first, no more than max_bytes; what it does not deliver goes back to the
+ * head of the link in order, even past capacity. */
+ZT_CASE(batch_pop_and_unpop_keep_order)
+{
+    setup();
+    zf_link *l = mk(8, 0, ZF_POLICY_BLOCK);
+    for (int i = 0; i < 6; i++) {
+        zf_data *d = msg((uint64_t)i, 100);
+        ZT_OK(zf_link_try_push(l, &d));
+    }
+    zf_data *o[8];
+    bool eos;
+    ZT_EQ(zfi_link_pop_batch(l, o, 8, 250, &eos), 2);    /* 200 bytes fit, 300 do not */
+    ZT_EQ(zfi_link_pop_batch(l, o + 2, 8, 50, &eos), 1); /* always at least one */
+    ZT_EQ(zfi_link_pop_batch(l, o + 3, 2, 1 << 20, &eos), 2);
+    ZT_EQ(zf_data_seq(o[4]), 4);
+    ZT_EQ(zfi_link_depth(l), 1);
+    for (int i = 6; i < 13; i++) { /* refill to capacity */
+        zf_data *d = msg((uint64_t)i, 100);
+        ZT_OK(zf_link_try_push(l, &d));
+    }
+    zfi_link_unpop(l, o + 1, 4); /* 1..4 back in front: 12 queued, capacity 8 */
+    ZT_EQ(zfi_link_depth(l), 12);
+    zf_data_unref(o[0]);
+    zf_link_stats s;
+    zf_link_stats_get(l, &s);
+    ZT_EQ(s.dequeued, 1);
+    ZT_EQ(s.high_water, 12);
+    ZT_EQ(s.bytes, 1200);
+    for (uint64_t want = 1; want < 13; want++) {
+        zf_data *d = NULL;
+        ZT_OK(zf_link_try_pop(l, &d));
+        ZT_EQ(zf_data_seq(d), want);
+        zf_data_unref(d);
+    }
+    zf_link_destroy(l);
+    ZT_EQ(pool_in_use(), 0);
+}
+
 ZT_MAIN(ZT_ENTRY(block_policy_at_capacity), ZT_ENTRY(drop_oldest_at_capacity),
         ZT_ENTRY(drop_newest_at_capacity), ZT_ENTRY(max_bytes_limits_queue),
         ZT_ENTRY(close_drains_then_reports_end), ZT_ENTRY(pop_times_out),
         ZT_ENTRY(blocking_push_waits_for_room), ZT_ENTRY(fan_out_adds_a_reference_per_receiver),
         ZT_ENTRY(nowait_push_parks_and_room_hook_fires),
-        ZT_ENTRY(breaker_sheds_load_even_on_block_links))
+        ZT_ENTRY(breaker_sheds_load_even_on_block_links), ZT_ENTRY(batch_pop_and_unpop_keep_order))
