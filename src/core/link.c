@@ -49,6 +49,9 @@ struct zf_link {
     _Atomic uint32_t data_waiters;
     _Alignas(ZFI_CACHELINE) _Atomic uint32_t room_seq;
     _Atomic uint32_t room_waiters;
+    /* Capsules the runtime handed to its consumer's callbacks (written by
+     * that consumer alone: a link has one). `dequeued` = this + public pops. */
+    _Alignas(ZFI_CACHELINE) _Atomic uint64_t delivered;
 
     zfi_link_hook on_data, on_room;
     void *data_arg, *room_arg;
@@ -367,7 +370,8 @@ static void after_pop(zf_link *l, bool wake_producer)
         l->on_room(l->room_arg);
 }
 
-size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, uint64_t max_bytes, bool *eos)
+static size_t pop_batch(zf_link *l, zf_data **out, size_t max, uint64_t max_bytes, bool *eos,
+                        bool count)
 {
     size_t n = 0;
     uint64_t bytes = 0;
@@ -379,8 +383,9 @@ size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, uint64_t max_by
             break;
         bytes += len;
         out[n++] = ring_take(l);
-        l->dequeued++;
     }
+    if (count)
+        l->dequeued += n;
     if (l->room_wanted && l->count < l->capacity) {
         l->room_wanted = false;
         wake = true;
@@ -390,6 +395,18 @@ size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, uint64_t max_by
     if (n || wake)
         after_pop(l, wake);
     return n;
+}
+
+size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, uint64_t max_bytes, bool *eos)
+{
+    return pop_batch(l, out, max, max_bytes, eos, false);
+}
+
+void zfi_link_delivered(zf_link *l)
+{
+    atomic_store_explicit(&l->delivered,
+                          atomic_load_explicit(&l->delivered, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 
 void zfi_link_unpop(zf_link *l, zf_data *const *caps, size_t n)
@@ -402,7 +419,6 @@ void zfi_link_unpop(zf_link *l, zf_data *const *caps, size_t n)
         l->ring[l->head] = d;
         l->count++;
         l->bytes += d->len;
-        l->dequeued--;
     }
     l->dropped += i; /* out of memory growing the ring: caps[0..i) are lost */
     if (l->count > l->high_water)
@@ -419,7 +435,7 @@ zf_err zf_link_try_pop(zf_link *l, zf_data **out)
         return zfi_error(ZF_EINVAL, "zf_link_try_pop: NULL argument");
     *out = NULL;
     bool eos;
-    if (zfi_link_pop_batch(l, out, 1, 0, &eos))
+    if (pop_batch(l, out, 1, 0, &eos, true))
         return ZF_OK;
     return eos ? ZF_ECLOSED : ZF_EAGAIN;
 }
@@ -500,7 +516,7 @@ void zf_link_stats_get(const zf_link *cl, zf_link_stats *out)
     out->bytes = l->bytes;
     out->high_water = l->high_water;
     out->enqueued = l->enqueued;
-    out->dequeued = l->dequeued;
+    out->dequeued = l->dequeued + atomic_load_explicit(&l->delivered, memory_order_relaxed);
     out->dropped = l->dropped;
     out->capacity = l->capacity;
     out->policy = l->policy;

@@ -19,8 +19,13 @@ zf_err zfi_link_push_nowait(zf_link *l, zf_data **d, bool *park);
 
 /* Pop up to max capsules into out[], and past the first no more than
  * max_bytes of payload in all; returns how many. *eos is set when the link
- * is closed and now empty. */
+ * is closed and now empty. Not counted as dequeued: the consumer counts
+ * each capsule it delivers with zfi_link_delivered (so putting some back
+ * with zfi_link_unpop keeps the statistics monotonic). */
 size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, uint64_t max_bytes, bool *eos);
+/* Count one popped capsule as delivered (dequeued). The link's one
+ * consumer only. */
+void zfi_link_delivered(zf_link *l);
 
 /* Put back n capsules popped by zfi_link_pop_batch and not delivered, at
  * the head of the link in their order (the link may briefly hold more than

@@ -81,7 +81,8 @@ struct zf_node {
      * once the node is abandoned, the stopper's (zfi_node_abandon puts them
      * back in their link). */
     zf_data *batch[ZFI_BATCH];
-    uint32_t batch_next, batch_end, batch_port;
+    _Atomic uint32_t batch_next, batch_end; /* read by the stop report too */
+    uint32_t batch_port;
     uint64_t last_start;   /* the previous callback's cb_word (worker only) */
     uint32_t timing_tick;  /* every BUSY_SAMPLE-th callback is timed precisely */
     atomic_llong held;     /* references node code took and did not drop */

@@ -216,7 +216,10 @@ void zfi_node_on_room(void *node)
 
 /* ---- running a node ---- */
 
-enum step_result { STEP_OK, STEP_ABANDONED };
+/* STEP_RETIRE: the callback outlived its hang_timeout and the watchdog gave
+ * this worker's place to a new one: end the step, hand the node back to the
+ * run queue and let the thread go. */
+enum step_result { STEP_OK, STEP_ABANDONED, STEP_RETIRE };
 
 /* Run one callback with the node's context. Returns STEP_ABANDONED when the
  * node was abandoned while inside it: the worker must touch nothing else. */
@@ -270,7 +273,7 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d, uint64_t *n
         zfi_node_error(n, err, d ? "on_input" : "produce");
     else if (atomic_load_explicit(&n->degraded, memory_order_relaxed))
         zfi_node_success(n, t1);
-    return STEP_OK;
+    return was_hung ? STEP_RETIRE : STEP_OK;
 }
 
 /* Still parked? Registers for on_room on the first full output link. */
@@ -317,8 +320,9 @@ static enum step_result step_source(zf_node *n, bool *more)
         if (periodic && !atomic_exchange(&n->ticks, 0))
             return STEP_OK;
         uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed);
-        if (call(n, 0, NULL, &now) == STEP_ABANDONED)
-            return STEP_ABANDONED;
+        enum step_result r = call(n, 0, NULL, &now);
+        if (r != STEP_OK)
+            return r;
         if (atomic_load(&n->parked)) {
             n->parked_since = zf_clock_ns();
             return STEP_OK;
@@ -343,6 +347,12 @@ static enum step_result step_source(zf_node *n, bool *more)
     }
     *more = !atomic_load(&inst->sources_stopped);
     return STEP_OK;
+}
+
+static void batch_clear(zf_node *n)
+{
+    atomic_store_explicit(&n->batch_next, 0, memory_order_relaxed);
+    atomic_store_explicit(&n->batch_end, 0, memory_order_relaxed);
 }
 
 /* Deliver up to ZFI_BATCH capsules, taken from an input in one pop (one
@@ -372,7 +382,7 @@ static enum step_result step_consumer(zf_node *n, bool *more)
         }
         n->rr = (unsigned)(port + 1);
         n->batch_port = (uint32_t)port;
-        n->batch_end = (uint32_t)got;
+        atomic_store_explicit(&n->batch_end, (uint32_t)got, memory_order_relaxed);
         for (size_t i = 0; i < got; i++, k++) {
             if (atomic_load(&n->inst->halted) || atomic_load(&n->parked)) {
                 /* stopping (no more callbacks), or parked on a full output */
@@ -380,10 +390,12 @@ static enum step_result step_consumer(zf_node *n, bool *more)
                 break;
             }
             zf_data *d = n->batch[i];
-            n->batch_next = (uint32_t)(i + 1);
+            atomic_store_explicit(&n->batch_next, (uint32_t)(i + 1), memory_order_relaxed);
+            zfi_link_delivered(n->in[port]);
             atomic_store_explicit(&d->owner, (uint32_t)((n->index + 1) << 8 | (port + 1)),
                                   memory_order_relaxed);
-            if (call(n, (unsigned)port, &d, &now) == STEP_ABANDONED) {
+            enum step_result r = call(n, (unsigned)port, &d, &now);
+            if (r == STEP_ABANDONED) {
                 /* The pool outlives an abandoned node: releasing is safe. */
                 zf_data_unref(d);
                 return STEP_ABANDONED;
@@ -395,8 +407,15 @@ static enum step_result step_consumer(zf_node *n, bool *more)
                                       memory_order_relaxed);
                 zf_data_unref(d); /* whatever the callback left in *d */
             }
+            if (r == STEP_RETIRE) {
+                /* hung meanwhile: the rest waits in the link, where the
+                 * breaker and the stop can reach it */
+                zfi_link_unpop(n->in[port], n->batch + i + 1, got - i - 1);
+                batch_clear(n);
+                return STEP_RETIRE;
+            }
         }
-        n->batch_next = n->batch_end = 0;
+        batch_clear(n);
         if (atomic_load(&n->inst->halted))
             return STEP_OK;
     }
@@ -428,6 +447,12 @@ static bool run_node(zf_node *n)
                     n->decl->kind == ZF_SOURCE ? step_source(n, &more) : step_consumer(n, &more);
                 if (r == STEP_ABANDONED)
                     return false;
+                if (r == STEP_RETIRE) {
+                    /* this thread goes: the node runs on another worker */
+                    atomic_store(&n->sched, ZFI_QUEUED);
+                    runq_push(rt, n);
+                    return true;
+                }
             }
         }
         if (more) {
@@ -567,10 +592,11 @@ bool zfi_node_abandon(zf_node *n)
             atomic_store(&n->abandoned, true);
             /* Its worker will touch nothing more: the capsules its step had
              * not delivered yet go back to their link (stop flushes it). */
-            if (n->batch_next < n->batch_end)
-                zfi_link_unpop(n->in[n->batch_port], n->batch + n->batch_next,
-                               n->batch_end - n->batch_next);
-            n->batch_next = n->batch_end = 0;
+            uint32_t next = atomic_load_explicit(&n->batch_next, memory_order_relaxed);
+            uint32_t end = atomic_load_explicit(&n->batch_end, memory_order_relaxed);
+            if (next < end)
+                zfi_link_unpop(n->in[n->batch_port], n->batch + next, end - next);
+            batch_clear(n);
             zf_runtime *rt = n->inst->rt;
             pthread_mutex_lock(&rt->mu);
             rt->stuck_workers++;

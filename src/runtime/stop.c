@@ -36,6 +36,12 @@ static link_totals totals(zf_instance *inst)
         if (inst->flow->nodes[inst->flow->links[i].to].kind == ZF_SINK)
             t.to_sinks += s.dequeued; /* capsules delivered, not hops */
     }
+    /* taken from a link by a node's step, not yet delivered: still in flight */
+    for (size_t i = 0; i < inst->n_nodes; i++) {
+        uint32_t next = atomic_load_explicit(&inst->nodes[i]->batch_next, memory_order_relaxed);
+        uint32_t end = atomic_load_explicit(&inst->nodes[i]->batch_end, memory_order_relaxed);
+        t.depth += end > next ? end - next : 0;
+    }
     return t;
 }
 

@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "testutil.h"
 
+#include <dirent.h>
 #include <string.h>
 
 static zf_runtime *rt;
@@ -340,6 +341,60 @@ ZT_CASE(abandoned_mid_batch_leaks_nothing)
     ZT_CHECK(r.bytes_abandoned > 0);
     ZT_EQ(r.pool_bytes_after, r.bytes_abandoned); /* one capsule: the one it holds */
     ZT_CHECK(r.dropped >= 20);                    /* its undelivered batch, flushed with the link */
+    ZT_CHECK(r.in_flight_at_stop >= 64);          /* a full link, plus that batch */
+    ZT_CHECK(r.delivered_in_drain < 1000);
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+}
+
+/* Threads of this process. */
+static int thread_count(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* A node that outlives its hang_timeout in the middle of a batch of small
+ * capsules, then returns: the rest of its batch goes back to its link (the
+ * breaker sheds from there), its worker retires, and every capsule is
+ * accounted for: delivered in order, or counted dropped. */
+ZT_CASE(hung_mid_batch_then_back_accounts_for_everything)
+{
+    const char *sum = zt_tmp_path("hungback.json");
+    setup();
+    zf_flow *f = zt_flow(chain("count: 3000, size: 64",
+                               "sleep_us: 20000, hang_on: 3, hang_ms: 1500", "capacity: 64", sum),
+                         NULL, NULL, NULL);
+    int threads = thread_count();
+    zf_instance *inst = zt_start(rt, f, NULL);
+    ZT_CHECK(inst);
+    ZT_CHECK(zt_wait_state(inst, "relay", ZF_NODE_DEGRADED, 5000));
+    ZT_CHECK(zt_wait_state(inst, "relay", ZF_NODE_RUNNING, 5000));
+    zf_node_stats g;
+    for (int i = 0; i < 600; i++) { /* the source sends all it has */
+        zt_node_stats(inst, "gen", &g, NULL, 0);
+        if (g.sent == 3000)
+            break;
+        zt_sleep_ms(10);
+    }
+    ZT_EQ(g.sent, 3000);
+    /* the watchdog's replacement stays, the retired worker went */
+    for (int i = 0; i < 200 && thread_count() != threads; i++)
+        zt_sleep_ms(10);
+    ZT_EQ(thread_count(), threads);
+    zf_stop_report r;
+    ZT_OK(zf_instance_stop(inst, &r));
+    ZT_EQ(r.nodes_abandoned, 0);
+    ZT_EQ(r.bytes_leaked, 0);
+    ZT_CHECK(r.dropped > 0); /* the breaker shed load while it hung */
+    ZT_EQ(zt_summary(sum, "count") + (long long)r.dropped, 3000);
+    ZT_EQ(zt_summary(sum, "out_of_order"), 0);
     zf_instance_destroy(inst);
     zf_flow_free(f);
 }
@@ -383,4 +438,5 @@ ZT_MAIN(ZT_ENTRY(pipeline_delivers_everything_in_order_without_copies),
         ZT_ENTRY(stopping_a_never_started_instance_is_immediate),
         ZT_ENTRY(slow_nodes_are_waited_for_not_abandoned),
         ZT_ENTRY(abandoned_mid_batch_leaks_nothing),
+        ZT_ENTRY(hung_mid_batch_then_back_accounts_for_everything),
         ZT_ENTRY(destroy_while_its_nodes_wait_in_the_run_queue), ZT_ENTRY(teardown))

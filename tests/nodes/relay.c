@@ -4,7 +4,8 @@
  *   leak: 0         keep a reference to the first N capsules forever
  *   fail_every: 0   return an error for every Nth capsule
  *   sleep_us: 0     busy time per capsule
- *   hang_on: 0      never return from the Nth capsule's callback */
+ *   hang_on: 0      hang in the Nth capsule's callback...
+ *   hang_ms: 0      ...for this long (0: never return) */
 #include <zflow/zflow.h>
 
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 
 typedef struct relay {
     bool mutate;
-    int64_t keep, leak, fail_every, sleep_us, hang_on, seen;
+    int64_t keep, leak, fail_every, sleep_us, hang_on, hang_ms, seen;
     zf_data **kept;
     int64_t n_kept;
 } relay;
@@ -30,6 +31,7 @@ static zf_err relay_init(zf_node *n, void **state)
     zf_config_int(c, "fail_every", 0, &r->fail_every);
     zf_config_int(c, "sleep_us", 0, &r->sleep_us);
     zf_config_int(c, "hang_on", 0, &r->hang_on);
+    zf_config_int(c, "hang_ms", 0, &r->hang_ms);
     r->kept = calloc((size_t)(r->keep + 1), sizeof *r->kept);
     *state = r;
     return ZF_OK;
@@ -44,8 +46,12 @@ static zf_err relay_on_input(void *state, zf_node *n, unsigned port, zf_data **d
         struct timespec ts = {0, r->sleep_us * 1000};
         nanosleep(&ts, NULL);
     }
-    while (r->hang_on && r->seen == r->hang_on)
-        sleep(3600); /* hung for good: stop abandons this thread */
+    if (r->hang_on && r->seen == r->hang_on) {
+        struct timespec ts = {r->hang_ms / 1000, (r->hang_ms % 1000) * 1000000};
+        while (!r->hang_ms)
+            sleep(3600); /* hung for good: stop abandons this thread */
+        nanosleep(&ts, NULL);
+    }
     if (r->fail_every && r->seen % r->fail_every == 0) {
         zf_node_set_error(n, "injected failure %lld", (long long)r->seen);
         return ZF_EINVAL;
