@@ -49,12 +49,13 @@ struct zf_link {
     _Atomic uint32_t data_waiters;
     _Alignas(ZFI_CACHELINE) _Atomic uint32_t room_seq;
     _Atomic uint32_t room_waiters;
-    /* Capsules the runtime handed to its consumer's callbacks (written by
-     * that consumer alone: a link has one). `dequeued` = this + public pops. */
-    _Alignas(ZFI_CACHELINE) _Atomic uint64_t delivered;
-
-    zfi_link_hook on_data, on_room;
+    zfi_link_hook on_data, on_room; /* read by every push and pop */
     void *data_arg, *room_arg;
+
+    /* Capsules the runtime handed to its consumer's callbacks (written by
+     * that consumer alone: a link has one; a line of its own, away from
+     * what producers read). `dequeued` = this + public pops. */
+    _Alignas(ZFI_CACHELINE) _Atomic uint64_t delivered;
 };
 
 /* ---- futex ---- */
