@@ -307,6 +307,18 @@ static void finish_node(zf_node *n)
         zfi_instance_sink_done(n->inst);
 }
 
+/* What the source sent made a node ready in this worker's run-next slot
+ * while another worker idles: end the source's step, so that node runs here
+ * next and the idle worker may take the source. (A source that waits inside
+ * produce would otherwise keep this worker, and everything downstream would
+ * cross to a worker that may have gone to sleep.) While every worker is
+ * busy, the source keeps its batch. */
+static bool handoff_due(void)
+{
+    return tls_slot >= 0 && atomic_load_explicit(&tls_rt->slots[tls_slot], memory_order_relaxed) &&
+           atomic_load_explicit(&tls_rt->idle_workers, memory_order_relaxed) > 0;
+}
+
 static enum step_result step_source(zf_node *n, bool *more)
 {
     zf_instance *inst = n->inst;
@@ -346,6 +358,8 @@ static enum step_result step_source(zf_node *n, bool *more)
             return STEP_OK;
         }
         n->backoff_ns = 0;
+        if (handoff_due())
+            break;
     }
     *more = !atomic_load(&inst->sources_stopped);
     return STEP_OK;
