@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The daemon's figures (issue 5 targets): deploy -> RUNNING time of the seed
 # pipeline, `zfctl ls` time with 100 instances, idle daemon RSS.
-#   bench/daemon.sh [BUILD_DIR]   (default build-bench, built if missing)
+#   bench/daemon.sh [BUILD_DIR]   (default build-daemon-bench, built if missing;
+#                                  it needs zfd, zfctl and the seed pipeline's nodes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build=${1:-build-bench}
-if [[ ! -x $build/apps/zfd/zfd ]]; then
+build=${1:-build-daemon-bench}
+if [[ ! -x $build/apps/zfd/zfd || ! -d $build/examples/seed-pipeline ]]; then
   scripts/deps.sh build
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DZF_BUILD_TESTS=OFF >/dev/null
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DZF_BUILD_TESTS=OFF \
+    -DZF_BUILD_EXAMPLES=ON >/dev/null
   cmake --build "$build" -j"$(nproc)" >/dev/null
 fi
 tmp=$(mktemp -d)
