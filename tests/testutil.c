@@ -416,13 +416,14 @@ uint64_t zt_rss(void)
     return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-int zt_open_fds(int pid)
+/* Entries of /proc/<pid or self>/<what>; -1 if unreadable. */
+static int proc_entries(int pid, const char *what)
 {
     char path[64];
     if (pid)
-        snprintf(path, sizeof path, "/proc/%d/fd", pid);
+        snprintf(path, sizeof path, "/proc/%d/%s", pid, what);
     else
-        snprintf(path, sizeof path, "/proc/self/fd");
+        snprintf(path, sizeof path, "/proc/self/%s", what);
     DIR *d = opendir(path);
     if (!d)
         return -1;
@@ -432,5 +433,16 @@ int zt_open_fds(int pid)
         if (e->d_name[0] != '.')
             n++;
     closedir(d);
-    return n - 1; /* the one opendir holds */
+    return n;
+}
+
+int zt_open_fds(int pid)
+{
+    int n = proc_entries(pid, "fd");
+    return n < 0 ? n : n - 1; /* the one opendir holds */
+}
+
+int zt_threads(void)
+{
+    return proc_entries(0, "task");
 }

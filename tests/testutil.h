@@ -123,6 +123,8 @@ const char *zt_read_file(const char *path, char *buf, size_t len);
 uint64_t zt_rss(void);
 /* Open file descriptors of process pid (0: this one). */
 int zt_open_fds(int pid);
+/* Threads of this process; -1 if unreadable. */
+int zt_threads(void);
 
 void zt_sleep_ms(int ms);
 

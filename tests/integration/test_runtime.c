@@ -5,7 +5,6 @@
 #include "harness.h"
 #include "testutil.h"
 
-#include <dirent.h>
 #include <string.h>
 
 static zf_runtime *rt;
@@ -347,19 +346,6 @@ ZT_CASE(abandoned_mid_batch_leaks_nothing)
     zf_flow_free(f);
 }
 
-/* Threads of this process. */
-static int thread_count(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/task");
-    if (!d)
-        return -1;
-    for (struct dirent *e; (e = readdir(d));)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 /* A node that outlives its hang_timeout in the middle of a batch of small
  * capsules, then returns: the rest of its batch goes back to its link (the
  * breaker sheds from there), its worker retires, and every capsule is
@@ -371,7 +357,7 @@ ZT_CASE(hung_mid_batch_then_back_accounts_for_everything)
     zf_flow *f = zt_flow(chain("count: 3000, size: 64",
                                "sleep_us: 20000, hang_on: 3, hang_ms: 1500", "capacity: 64", sum),
                          NULL, NULL, NULL);
-    int threads = thread_count();
+    int threads = zt_threads();
     zf_instance *inst = zt_start(rt, f, NULL);
     ZT_CHECK(inst);
     ZT_CHECK(zt_wait_state(inst, "relay", ZF_NODE_DEGRADED, 5000));
@@ -385,9 +371,9 @@ ZT_CASE(hung_mid_batch_then_back_accounts_for_everything)
     }
     ZT_EQ(g.sent, 3000);
     /* the watchdog's replacement stays, the retired worker went */
-    for (int i = 0; i < 200 && thread_count() != threads; i++)
+    for (int i = 0; i < 200 && zt_threads() != threads; i++)
         zt_sleep_ms(10);
-    ZT_EQ(thread_count(), threads);
+    ZT_EQ(zt_threads(), threads);
     zf_stop_report r;
     ZT_OK(zf_instance_stop(inst, &r));
     ZT_EQ(r.nodes_abandoned, 0);
