@@ -16,6 +16,9 @@ typedef struct bench_opts {
     size_t samples; /* latency samples per size (scaled down for big sizes) */
 } bench_opts;
 
+/* A raw ring of 8-byte cells between the same two pinned threads: the
+ * machine's limit for one hop, measured by hop's rules (limit.c). */
+int bench_limit(const bench_opts *o, bench_result *out, size_t *n_out);
 int bench_hop(const bench_opts *o, bool copy, bench_result *out, size_t *n_out);
 int bench_pipeline(const bench_opts *o, bench_result *out, size_t *n_out);
 /* source -> `ops` operators -> sink ("chain" for 1, "pipeline" for 2). */

@@ -1,6 +1,6 @@
 /* zf-bench: zflow's benchmarks. Prints figures, never asserts them.
  *
- *   zf-bench hop|copy|pipeline|all [--json] [--sizes 64,4KiB,1MiB]
+ *   zf-bench limit|hop|copy|pipeline|chain|all [--json] [--sizes 64,4KiB,1MiB]
  *            [--seconds S] [--samples N]
  */
 #include "bench.h"
@@ -17,10 +17,12 @@ static void usage(FILE *out)
         "usage: zf-bench BENCH [options]\n"
         "\n"
         "benchmarks:\n"
+        "  limit     a raw ring of 8-byte cells between the same two pinned threads:\n"
+        "            the machine's limit for one hop, by hop's rules\n"
         "  hop       one link between two threads, zero-copy (pool capsules)\n"
         "  copy      the same hop with one memcpy of the payload per hop\n"
         "  pipeline  source -> operator -> operator -> sink through the runtime\n"
-        "  all       hop, copy and pipeline\n"
+        "  all       limit, hop, copy and pipeline\n"
         "\n"
         "options:\n"
         "  --json          results as JSON (with the machine)\n"
@@ -84,6 +86,8 @@ int main(int argc, char **argv)
     size_t n = 0;
     int rc = 0;
     bool all = !strcmp(which, "all");
+    if (all || !strcmp(which, "limit"))
+        rc |= bench_limit(&o, res, &n);
     if (all || !strcmp(which, "hop"))
         rc |= bench_hop(&o, false, res, &n);
     if (all || !strcmp(which, "copy"))

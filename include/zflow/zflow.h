@@ -237,7 +237,7 @@ ZF_EXPORT unsigned zf_data_refcount(const zf_data *d);
 /** True when the caller holds the only reference. */
 ZF_EXPORT bool zf_data_is_unique(const zf_data *d);
 
-/** Metadata: creation timestamp (zf_clock_ns at allocation unless set) and
+/** Metadata: timestamp (zf_clock_ns when first sent, unless set; 0 before) and
  *  a sequence number (set by zf_send per output port unless set). */
 ZF_EXPORT uint64_t zf_data_timestamp(const zf_data *d);
 ZF_EXPORT uint64_t zf_data_seq(const zf_data *d);

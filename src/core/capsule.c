@@ -2,10 +2,11 @@
  *
  * The last zf_data_unref frees: a pool block goes back to its pool, a
  * pinned buffer's release callback runs (exactly once, on that thread).
- * A freed header is poisoned (magic DEAD) so a later use aborts with a
+ * A freed header is marked (magic DEAD) so a later use aborts with a
  * clear message naming the capsule; debug builds (ZF_DEBUG_POISON) also
- * hold freed capsules in a quarantine so the poison is not overwritten by
- * the next allocation at once. */
+ * hold freed capsules in their pool's quarantine so the mark is not
+ * overwritten by the next allocation at once. The holder of the only
+ * reference frees with plain stores (no locked instruction). */
 #include "core/capsule.h"
 
 #include <pthread.h>
@@ -70,72 +71,39 @@ void zfi_data_check(const zf_data *d, const char *where)
 /* ---- freeing ---- */
 
 /* The last reference dropped: a pinned buffer goes back to its owner now,
- * whatever the build (the release callback must not be delayed). */
-static void release_payload(zf_data *d)
+ * whatever the build (the release callback must not be delayed); a pool
+ * block goes back to its pool (in debug builds after a while in its
+ * pool's quarantine, poisoned). */
+static void free_capsule(zf_data *d)
 {
     if (d->kind == ZFI_KIND_SMALL || d->kind == ZFI_KIND_LARGE) {
-        zfi_pool_release_bytes(d);
-        return;
-    }
-    if (d->kind != ZFI_KIND_WRAP)
-        return;
-    zfi_ext *x = (zfi_ext *)d;
-    if (x->release)
-        x->release(x->arg);
-    atomic_fetch_add_explicit(&global_released, 1, memory_order_relaxed);
-    if (x->acct) {
-        atomic_fetch_add_explicit(&x->acct->released, 1, memory_order_relaxed);
-        zfi_acct_unref(x->acct);
-        x->acct = NULL;
-    }
-}
-
-/* Return the header (and a pool block's payload) to where it came from. */
-static void really_free(zf_data *d)
-{
-    if (d->kind == ZFI_KIND_SMALL || d->kind == ZFI_KIND_LARGE)
-        zfi_pool_recycle(d);
-    else
-        free(d);
-}
-
 #ifdef ZF_DEBUG_POISON
-/* Freed capsules wait here, poisoned, before their memory is reused. */
-#define QUARANTINE 1024
-static pthread_mutex_t q_mu = PTHREAD_MUTEX_INITIALIZER;
-static zf_data *q_ring[QUARANTINE];
-static size_t q_next;
-
-static void quarantine(zf_data *d)
-{
-    pthread_mutex_lock(&q_mu);
-    zf_data *old = q_ring[q_next];
-    q_ring[q_next] = d;
-    q_next = (q_next + 1) % QUARANTINE;
-    pthread_mutex_unlock(&q_mu);
-    if (old)
-        really_free(old);
-}
-
-void zfi_quarantine_flush(void)
-{
-    for (;;) {
-        zf_data *d = NULL;
-        pthread_mutex_lock(&q_mu);
-        for (size_t i = 0; i < QUARANTINE && !d; i++)
-            if (q_ring[i]) {
-                d = q_ring[i];
-                q_ring[i] = NULL;
-            }
-        pthread_mutex_unlock(&q_mu);
-        if (!d)
+        /* Only small blocks are held back, so a quarantine stays within a
+         * few MiB; a larger block's marked header stays readable in the
+         * pool until the block is reused. */
+        if (d->kind == ZFI_KIND_SMALL && d->cap <= 4096) {
+            zf_data *evicted = zfi_pool_quarantine(d);
+            if (evicted)
+                zfi_pool_free(evicted);
             return;
-        really_free(d);
-    }
-}
-#else
-void zfi_quarantine_flush(void) {}
+        }
 #endif
+        zfi_pool_free(d);
+        return;
+    }
+    if (d->kind == ZFI_KIND_WRAP) {
+        zfi_ext *x = (zfi_ext *)d;
+        if (x->release)
+            x->release(x->arg);
+        atomic_fetch_add_explicit(&global_released, 1, memory_order_relaxed);
+        if (x->acct) {
+            atomic_fetch_add_explicit(&x->acct->released, 1, memory_order_relaxed);
+            zfi_acct_unref(x->acct);
+            x->acct = NULL;
+        }
+    }
+    free(d);
+}
 
 /* ---- references ---- */
 
@@ -153,28 +121,26 @@ void zf_data_unref(zf_data *d)
         return;
     zfi_data_check(d, "zf_data_unref");
     zfi_held(-1);
-    /* acq_rel rather than release + an acquire fence on the last drop: the
-     * same instruction on x86, and ThreadSanitizer does not model fences. */
-    uint32_t before = atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel);
-    if (ZFI_LIKELY(before > 1))
-        return;
-    if (before == 0)
-        zfi_fatal("capsule",
-                  "zf_data_unref: capsule %p (len %llu) released more times than "
-                  "it was referenced",
-                  (void *)d, (unsigned long long)d->len);
-    atomic_store_explicit(&d->magic, ZFI_MAGIC_DEAD, memory_order_relaxed);
-    release_payload(d);
-#ifdef ZF_DEBUG_POISON
-    /* Only small blocks (and headers) are held back, so the quarantine stays
-     * within a few MiB; a larger block's poisoned header stays readable in
-     * the pool until the block is reused. */
-    if (d->kind != ZFI_KIND_LARGE && d->cap <= 4096) {
-        quarantine(d);
-        return;
+    /* The holder of the only reference needs no read-modify-write: nobody
+     * else can take one (acquire: whatever other holders did before their
+     * release-decrement happens before the free). Shared: acq_rel rather
+     * than release + an acquire fence on the last drop (the same
+     * instruction on x86, and ThreadSanitizer does not model fences). */
+    uint32_t before = atomic_load_explicit(&d->refs, memory_order_acquire);
+    if (before != 1) {
+        before = atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel);
+        if (ZFI_LIKELY(before > 1))
+            return;
+        if (before == 0)
+            zfi_fatal("capsule",
+                      "zf_data_unref: capsule %p (len %llu) released more times than "
+                      "it was referenced",
+                      (void *)d, (unsigned long long)d->len);
+    } else {
+        atomic_store_explicit(&d->refs, 0, memory_order_relaxed);
     }
-#endif
-    really_free(d);
+    atomic_store_explicit(&d->magic, ZFI_MAGIC_DEAD, memory_order_relaxed);
+    free_capsule(d);
 }
 
 unsigned zf_data_refcount(const zf_data *d)
@@ -299,8 +265,7 @@ static zf_err new_ext(int kind, void *ptr, size_t len, zf_data **out, zfi_ext **
     x->h.kind = (uint8_t)kind;
     atomic_store_explicit(&x->h.refs, 1, memory_order_relaxed);
     x->h.len = len;
-    x->h.cap = len;
-    x->h.ts = zf_clock_ns();
+    x->h.cap = len; /* stamped when first sent */
     atomic_store_explicit(&x->h.magic, ZFI_MAGIC_LIVE, memory_order_relaxed);
     x->ptr = ptr;
     zfi_held(1);

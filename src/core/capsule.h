@@ -36,7 +36,7 @@ struct zf_data {
     uint64_t ts;
     uint64_t seq;
     uint32_t seg;           /* large: segment id within the pool */
-    _Atomic uint32_t owner; /* last holder: (node index + 1) << 8 | (input port + 1) */
+    _Atomic uint32_t owner; /* last holder: zfi_owner_pack */
     uint64_t reserved;
 };
 _Static_assert(sizeof(struct zf_data) == ZFI_HDR_SIZE, "capsule header is 64 bytes");
@@ -69,23 +69,64 @@ zfi_ctx *zfi_ctx_get(void);
 /* Abort with a clear message if d is not a live capsule. */
 void zfi_data_check(const zf_data *d, const char *where);
 
-/* Release the capsules held in the debug quarantine (ZF_DEBUG_POISON
- * builds keep freed capsules poisoned for a while); a no-op otherwise. Call
- * before checking that a pool is back to 0 bytes. */
-void zfi_quarantine_flush(void);
+/* The debug quarantine (ZF_DEBUG_POISON builds keep a pool's freed small
+ * capsules poisoned for a while, per pool): zfi_pool_quarantine takes d and
+ * returns the capsule to free now (one it evicts, or NULL; d itself in
+ * other builds, or when the pool is orphaned).
+ * zfi_pool_quarantine_flush frees every capsule the pool holds back; call it
+ * before checking that a pool is back to 0 bytes. NULL is a no-op. */
+zf_data *zfi_pool_quarantine(zf_data *d);
+void zfi_pool_quarantine_flush(zf_pool *p);
 
 /* Call cb for every live capsule of the pool (for leak reports; not for hot
  * paths: it scans every block carved). */
 void zfi_pool_walk(zf_pool *p, void (*cb)(void *arg, const zf_data *d, size_t block), void *arg);
 
-/* Pool internals used by capsule.c: a block's bytes stop counting as in
- * use when its last reference drops (release_bytes); the block itself goes
- * back to the free lists when recycled (later, in debug builds). */
-void zfi_pool_release_bytes(zf_data *d);
-void zfi_pool_recycle(zf_data *d);
+/* A pool block whose last reference dropped goes back to its pool: into
+ * the calling thread's magazine, counted as freed. */
+void zfi_pool_free(zf_data *d);
 /* The process-wide default pool (created on first use), for copies of
  * capsules made outside any instance. NULL if it cannot be created. */
 zf_pool *zfi_pool_default(void);
+
+/* ---- handles ----
+ * A capsule is named on a link by a 64-bit handle, not a pointer, so that
+ * the same ring works in memory shared between processes:
+ *   bit 63      1: a process-local header (pinned or static capsule), the
+ *               rest its address; these never cross a process boundary
+ *   bits 62-48  the owning pool's slot
+ *   bit 47      1: a large block, bits 46-0 its segment id + 1
+ *               0: a small block, bits 46-0 its index (offset / 64) + 1
+ * 0 is no capsule. */
+typedef uint64_t zfi_handle;
+#define ZFI_HANDLE_LOCAL      (1ull << 63)
+#define ZFI_HANDLE_SLOT_SHIFT 48
+#define ZFI_HANDLE_SLOT_BITS  15
+#define ZFI_HANDLE_LARGE_BIT  47
+#define ZFI_HANDLE_LARGE      (1ull << ZFI_HANDLE_LARGE_BIT)
+
+/* The handle of a live capsule (the reference is not moved). */
+zfi_handle zfi_handle_of(const zf_data *d);
+/* The capsule a handle names, or NULL when it names no pool or block of
+ * this process (a handle from a ring is checked before use). */
+zf_data *zfi_handle_data(zfi_handle h);
+
+/* ---- the last holder of a capsule, for leak reports ----
+ * (node index + 1) and (input port + 1; 0: none), packed in one word. */
+#define ZFI_OWNER_PORT_BITS 13u /* the runtime asserts that ZFI_MAX_PORTS fits */
+static inline uint32_t zfi_owner_pack(size_t node_index, long port)
+{
+    return (uint32_t)((node_index + 1) << ZFI_OWNER_PORT_BITS) | (uint32_t)(port + 1);
+}
+/* The node index + 1 (0: none) and the input port (-1: none). */
+static inline size_t zfi_owner_node(uint32_t owner)
+{
+    return owner >> ZFI_OWNER_PORT_BITS;
+}
+static inline long zfi_owner_port(uint32_t owner)
+{
+    return (long)(owner & ((1u << ZFI_OWNER_PORT_BITS) - 1)) - 1;
+}
 
 static inline void *zfi_payload(const zf_data *d);
 

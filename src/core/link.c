@@ -1,104 +1,111 @@
-/* Links: bounded queues of capsule pointers.
+/* Links: bounded, lock-free rings of capsule handles.
  *
- * A ring under a short lock (core/lock.h: it spins briefly, then sleeps),
- * with the depth published atomically so a waiting consumer polls without
- * the lock. Waiting is spin-then-park: a consumer spins for up to
- * SPIN_NS, then sleeps on a futex (an eventcount: a sequence word plus a
- * waiter count, so producers only make a syscall when someone sleeps).
+ * A Vyukov ring: a power-of-two array of cells, each a sequence word and an
+ * 8-byte handle (core/capsule.h), with the producers' position (`tail`) and
+ * the consumers' (`head`) on cache lines of their own. A producer claims
+ * position t with a compare-and-swap on tail when cell t's sequence says it
+ * is free, writes the handle and publishes the cell (sequence t + 1); a
+ * consumer claims position h on head when cell h is published, reads the
+ * handle and frees the cell for the next lap (sequence h + size). Claims
+ * are compare-and-swaps on a line that its side alone normally writes, so
+ * a message makes one line cross cores: its cell. Several producers and
+ * consumers at once are correct, which is what the rare parties are: the
+ * watchdog's breaker and the stop (consumers that drop), `drop_oldest`
+ * (the producer dropping the head), threads the runtime does not own.
  *
- * Policies at capacity: `block` makes the producer wait (or, inside a
- * runtime callback, accepts and parks the producer node), `drop_oldest`
- * drops the head, `drop_newest` drops the capsule being pushed. A dropped
- * capsule is unreferenced at once, outside the lock. */
+ * The ring holds at least capacity + ZFI_LINK_BURST cells; `capacity` is
+ * enforced against the producers' cached view of head (head only grows, so
+ * a stale view only errs towards "full", and is then refreshed). A
+ * producer inside a runtime callback is never refused by a full `block`
+ * link: the capsule is accepted and the producer parked. A burst that
+ * outgrows even the ring goes to a spill list (under a mutex: the rare
+ * path), after which every push goes there until the consumer has moved it
+ * back into the ring, so order holds.
+ *
+ * Counters have one writer each or are on the rare path: enqueued is the
+ * tail (plus what went through the spill list), dequeued the consumer's
+ * own count plus public pops, bytes are counted in by the producer and out
+ * by the consumer (the runtime's own parties count with plain stores,
+ * others with atomic adds), depth is computed. High water is refreshed
+ * exactly whenever the producer refreshes its view of head: every
+ * ZFI_LINK_HW_EVERY pushes while the link is deeper than the high water
+ * seen, and whenever it looks full; so it is exact at capacity and can
+ * miss a spike shorter than that many messages.
+ *
+ * Waiting is spin-then-park on eventcounts (core/futex.h). A producer node
+ * parked on a full link raises `room_wanted`; the consumer, after a take
+ * (a seq_cst compare-and-swap), reads the flag and calls on_room once the
+ * link is under capacity; the producer, after raising it (seq_cst), checks
+ * for room again and takes the flag back if there is: one of the two
+ * always sees the other, so a wake-up cannot be lost. */
 #include "core/link.h"
 
 #include "core/capsule.h"
-#include "core/lock.h"
+#include "core/futex.h"
 
 #include <errno.h>
-#include <limits.h>
-#include <linux/futex.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
-#define DEFAULT_CAPACITY 16u
-#define SPIN_NS          50000u
+#define DEFAULT_CAPACITY  16u
+#define SPIN_NS           50000u
+#define ZFI_LINK_BURST    32u
+#define ZFI_LINK_HW_EVERY 16u
+#define MAX_DROPS         16u
+
+typedef struct cell {
+    _Atomic uint64_t seq;
+    _Atomic uint64_t h;
+} cell;
 
 struct zf_link {
-    zfi_lock mu;
-    zf_data **ring;
-    uint32_t ring_cap, head, count;
+    /* Read-mostly: set at creation (and the hooks before use). */
+    cell *cells;
+    uint64_t mask;
     uint32_t capacity;
-    uint64_t max_bytes;
     zf_policy policy;
-    uint64_t bytes;
-    bool closed;
-    bool breaker;
-    bool room_wanted; /* the producer node is parked until under capacity */
-
-    uint64_t high_water, enqueued, dequeued, dropped;
-    atomic_uint_fast64_t blocked_ns;
-
-    _Alignas(ZFI_CACHELINE) _Atomic uint32_t depth; /* published count */
-    _Atomic uint32_t closed_pub;
-    _Alignas(ZFI_CACHELINE) _Atomic uint32_t data_seq;
-    _Atomic uint32_t data_waiters;
-    _Alignas(ZFI_CACHELINE) _Atomic uint32_t room_seq;
-    _Atomic uint32_t room_waiters;
-    zfi_link_hook on_data, on_room; /* read by every push and pop */
+    uint64_t max_bytes;
+    zfi_link_hook on_data, on_room;
     void *data_arg, *room_arg;
 
-    /* Capsules the runtime handed to its consumer's callbacks (written by
-     * that consumer alone: a link has one; a line of its own, away from
-     * what producers read). `dequeued` = this + public pops. */
-    _Alignas(ZFI_CACHELINE) _Atomic uint64_t delivered;
+    /* The producers' line. */
+    _Alignas(ZFI_CACHELINE) _Atomic uint64_t tail;
+    _Atomic uint64_t head_seen; /* producers' view of head (a cache) */
+    _Atomic uint64_t high_water;
+    _Atomic uint64_t bytes_in; /* by the producer node (plain stores) */
+    uint32_t hw_tick;
+
+    /* The consumers' line. */
+    _Alignas(ZFI_CACHELINE) _Atomic uint64_t head;
+    _Atomic uint64_t delivered; /* by the consumer node (plain stores) */
+    _Atomic uint64_t bytes_out; /* by the consumer node (plain stores) */
+
+    /* The rare parties' line: flags, atomic counters, waiters. */
+    _Alignas(ZFI_CACHELINE) _Atomic uint32_t closed;
+    _Atomic uint32_t breaker;
+    _Atomic uint32_t room_wanted; /* a producer node is parked until room */
+    _Atomic uint32_t spill_n;     /* capsules in the spill list */
+    _Atomic uint64_t dropped;
+    _Atomic uint64_t popped; /* public pops (zf_link_pop) */
+    _Atomic uint64_t bytes_in_x, bytes_out_x;
+    _Atomic uint64_t spilled; /* enqueued through the spill list, less moved back */
+    atomic_uint_fast64_t blocked_ns;
+    zfi_evc data_evc, room_evc;
+
+    pthread_mutex_t spill_mu;
+    zfi_handle *spill;
+    size_t spill_head, spill_len, spill_cap;
 };
 
-/* ---- futex ---- */
-
-static void futex_wait(_Atomic uint32_t *addr, uint32_t val, int64_t timeout_ns)
+static inline uint64_t ld(_Atomic uint64_t *c)
 {
-    struct timespec ts, *tp = NULL;
-    if (timeout_ns >= 0) {
-        ts.tv_sec = timeout_ns / 1000000000;
-        ts.tv_nsec = timeout_ns % 1000000000;
-        tp = &ts;
-    }
-    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val, tp, NULL, 0);
+    return atomic_load_explicit(c, memory_order_relaxed);
 }
 
-static void futex_wake_all(_Atomic uint32_t *addr)
+static inline void bump(_Atomic uint64_t *c, uint64_t v)
 {
-    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
-static void signal_data(zf_link *l)
-{
-    if (atomic_load(&l->data_waiters)) {
-        atomic_fetch_add(&l->data_seq, 1);
-        futex_wake_all(&l->data_seq);
-    }
-}
-
-static void signal_room(zf_link *l)
-{
-    if (atomic_load(&l->room_waiters)) {
-        atomic_fetch_add(&l->room_seq, 1);
-        futex_wake_all(&l->room_seq);
-    }
+    atomic_store_explicit(c, ld(c) + v, memory_order_relaxed);
 }
 
 /* ---- lifecycle ---- */
@@ -126,33 +133,49 @@ zf_err zf_link_create(const zf_link_config *cfg, zf_link **out)
         cfg = &def;
     if ((unsigned)cfg->policy > ZF_POLICY_DROP_NEWEST)
         return zfi_error(ZF_EINVAL, "zf_link_create: unknown policy %d", (int)cfg->policy);
+    uint32_t cap = cfg->capacity ? cfg->capacity : DEFAULT_CAPACITY;
+    if (cap > (1u << 30))
+        return zfi_error(ZF_EINVAL, "zf_link_create: capacity %u is too large", cap);
     zf_link *l = aligned_alloc(ZFI_CACHELINE,
                                (sizeof *l + ZFI_CACHELINE - 1) / ZFI_CACHELINE * ZFI_CACHELINE);
     if (!l)
         return zfi_error(ZF_ENOMEM, "zf_link_create: out of memory");
     memset(l, 0, sizeof *l);
-    l->capacity = cfg->capacity ? cfg->capacity : DEFAULT_CAPACITY;
+    uint64_t n = 64;
+    while (n < (uint64_t)cap + ZFI_LINK_BURST)
+        n <<= 1;
+    l->cells = aligned_alloc(ZFI_CACHELINE, n * sizeof *l->cells);
+    if (!l->cells) {
+        free(l);
+        return zfi_error(ZF_ENOMEM, "zf_link_create: out of memory for %u cells", cap);
+    }
+    for (uint64_t i = 0; i < n; i++) {
+        atomic_init(&l->cells[i].seq, i);
+        atomic_init(&l->cells[i].h, 0);
+    }
+    l->mask = n - 1;
+    l->capacity = cap;
     l->max_bytes = cfg->max_bytes;
     l->policy = cfg->policy;
-    l->ring_cap = l->capacity;
-    l->ring = calloc(l->ring_cap, sizeof *l->ring);
-    if (!l->ring) {
-        uint32_t cap = l->capacity;
-        free(l);
-        return zfi_error(ZF_ENOMEM, "zf_link_create: out of memory for %u slots", cap);
-    }
-    zfi_lock_init(&l->mu);
+    zfi_evc_init(&l->data_evc);
+    zfi_evc_init(&l->room_evc);
+    pthread_mutex_init(&l->spill_mu, NULL);
     *out = l;
     return ZF_OK;
 }
+
+static zf_data *take_any(zf_link *l);
 
 void zf_link_destroy(zf_link *l)
 {
     if (!l)
         return;
-    for (uint32_t i = 0; i < l->count; i++)
-        zf_data_unref(l->ring[(l->head + i) % l->ring_cap]);
-    free(l->ring);
+    zf_data *d;
+    while ((d = take_any(l)))
+        zf_data_unref(d);
+    free(l->spill);
+    pthread_mutex_destroy(&l->spill_mu);
+    free(l->cells);
     free(l);
 }
 
@@ -165,181 +188,327 @@ void zfi_link_set_hooks(zf_link *l, zfi_link_hook on_data, void *data_arg, zfi_l
     l->room_arg = room_arg;
 }
 
-/* ---- ring (lock held) ---- */
+/* ---- the ring ---- */
 
-static bool ring_full(const zf_link *l, uint64_t len)
+/* Put h at the tail if a cell is free. seq_cst publication: the wake-up
+ * checks that follow (waiters, the consumer node's state) pair with it. */
+static bool ring_put(zf_link *l, zfi_handle h)
 {
-    if (l->count >= l->capacity)
-        return true;
-    return l->max_bytes && l->count > 0 && l->bytes + len > l->max_bytes;
+    uint64_t pos = atomic_load_explicit(&l->tail, memory_order_relaxed);
+    for (;;) {
+        cell *c = &l->cells[pos & l->mask];
+        uint64_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+        int64_t dif = (int64_t)(seq - pos);
+        if (dif == 0) {
+            if (atomic_compare_exchange_weak_explicit(&l->tail, &pos, pos + 1, memory_order_relaxed,
+                                                      memory_order_relaxed)) {
+                atomic_store_explicit(&c->h, h, memory_order_relaxed);
+                atomic_store_explicit(&c->seq, pos + 1, memory_order_seq_cst);
+                return true;
+            }
+        } else if (dif < 0) {
+            return false; /* every cell is taken */
+        } else {
+            pos = atomic_load_explicit(&l->tail, memory_order_relaxed);
+        }
+    }
 }
 
-static zf_data *ring_take(zf_link *l)
+/* Claim the head cell if it is published. Returns the handle, 0 if none.
+ * Nothing of the capsule is read before the claim succeeds: a capsule
+ * another party claimed may be freed and reused at any moment. */
+static zfi_handle ring_take(zf_link *l)
 {
-    zf_data *d = l->ring[l->head];
-    l->ring[l->head] = NULL;
-    l->head = (l->head + 1) % l->ring_cap;
-    l->count--;
-    l->bytes -= d->len;
-    atomic_store_explicit(&l->depth, l->count, memory_order_release);
+    uint64_t pos = atomic_load_explicit(&l->head, memory_order_relaxed);
+    for (;;) {
+        cell *c = &l->cells[pos & l->mask];
+        uint64_t seq = atomic_load_explicit(&c->seq, memory_order_seq_cst);
+        int64_t dif = (int64_t)(seq - (pos + 1));
+        if (dif == 0) {
+            zfi_handle h = atomic_load_explicit(&c->h, memory_order_relaxed);
+            if (atomic_compare_exchange_weak_explicit(&l->head, &pos, pos + 1, memory_order_seq_cst,
+                                                      memory_order_relaxed)) {
+                atomic_store_explicit(&c->seq, pos + l->mask + 1, memory_order_release);
+                return h;
+            }
+        } else if (dif < 0) {
+            return 0; /* empty (or a producer is between its claim and publish) */
+        } else {
+            pos = atomic_load_explicit(&l->head, memory_order_relaxed);
+        }
+    }
+}
+
+/* Messages queued: the ring and the spill list. */
+static uint64_t depth_now(zf_link *l)
+{
+    uint64_t h = atomic_load_explicit(&l->head, memory_order_seq_cst);
+    uint64_t t = atomic_load_explicit(&l->tail, memory_order_seq_cst);
+    return (t > h ? t - h : 0) + atomic_load_explicit(&l->spill_n, memory_order_relaxed);
+}
+
+static uint64_t bytes_now(zf_link *l)
+{
+    uint64_t in = ld(&l->bytes_in) + ld(&l->bytes_in_x);
+    uint64_t out = ld(&l->bytes_out) + ld(&l->bytes_out_x);
+    return in > out ? in - out : 0;
+}
+
+/* Full, for a push of `len` bytes: at capacity, or over max_bytes with
+ * something queued. Refreshes the producers' view of head when it looks
+ * full, and the high water from it. */
+static bool looks_full(zf_link *l, uint64_t len)
+{
+    uint64_t t = atomic_load_explicit(&l->tail, memory_order_relaxed);
+    uint64_t seen = atomic_load_explicit(&l->head_seen, memory_order_relaxed);
+    uint64_t spill = atomic_load_explicit(&l->spill_n, memory_order_relaxed);
+    if (t - seen + spill >= l->capacity) {
+        seen = atomic_load_explicit(&l->head, memory_order_seq_cst);
+        atomic_store_explicit(&l->head_seen, seen, memory_order_relaxed);
+    }
+    uint64_t depth = (t > seen ? t - seen : 0) + spill;
+    if (depth >= l->capacity)
+        return true;
+    return l->max_bytes && depth > 0 && bytes_now(l) + len > l->max_bytes;
+}
+
+static void note_high_water(zf_link *l, uint64_t depth)
+{
+    uint64_t hw = ld(&l->high_water);
+    while (depth > hw &&
+           !atomic_compare_exchange_weak_explicit(&l->high_water, &hw, depth, memory_order_relaxed,
+                                                  memory_order_relaxed))
+        ;
+}
+
+/* After a push: the high water, from the producers' view of head. */
+static void after_put(zf_link *l, bool own)
+{
+    uint64_t t = atomic_load_explicit(&l->tail, memory_order_relaxed);
+    uint64_t seen = atomic_load_explicit(&l->head_seen, memory_order_relaxed);
+    uint64_t spill = atomic_load_explicit(&l->spill_n, memory_order_relaxed);
+    uint64_t est = t - seen + spill;
+    if (est <= ld(&l->high_water))
+        return;
+    bool refresh = est >= l->capacity || !own;
+    if (own && !refresh)
+        refresh = ++l->hw_tick % ZFI_LINK_HW_EVERY == 0 || ld(&l->high_water) == 0;
+    if (!refresh)
+        return;
+    seen = atomic_load_explicit(&l->head, memory_order_seq_cst);
+    atomic_store_explicit(&l->head_seen, seen, memory_order_relaxed);
+    note_high_water(l, (t > seen ? t - seen : 0) + spill);
+}
+
+/* ---- the spill list (rare: a burst past the ring) ---- */
+
+/* Append h; spill_mu held. False when out of memory. */
+static bool spill_append_locked(zf_link *l, zfi_handle h)
+{
+    if (l->spill_len == l->spill_cap) {
+        size_t ncap = l->spill_cap ? l->spill_cap * 2 : 64;
+        zfi_handle *ns = malloc(ncap * sizeof *ns);
+        if (!ns)
+            return false;
+        for (size_t i = 0; i < l->spill_len; i++)
+            ns[i] = l->spill[(l->spill_head + i) % l->spill_cap];
+        free(l->spill);
+        l->spill = ns;
+        l->spill_cap = ncap;
+        l->spill_head = 0;
+    }
+    l->spill[(l->spill_head + l->spill_len++) % l->spill_cap] = h;
+    atomic_store_explicit(&l->spill_n, (uint32_t)l->spill_len, memory_order_seq_cst);
+    atomic_fetch_add_explicit(&l->spilled, 1, memory_order_relaxed);
+    return true;
+}
+
+/* Enqueue h: into the spill list while it is in use (so order holds), else
+ * the ring, else (a burst past the ring) the spill list. False when out of
+ * memory. */
+static bool enqueue(zf_link *l, zfi_handle h)
+{
+    if (ZFI_LIKELY(!atomic_load_explicit(&l->spill_n, memory_order_relaxed)) && ring_put(l, h))
+        return true;
+    pthread_mutex_lock(&l->spill_mu);
+    bool ok = l->spill_len == 0 && ring_put(l, h);
+    if (!ok)
+        ok = spill_append_locked(l, h);
+    pthread_mutex_unlock(&l->spill_mu);
+    return ok;
+}
+
+/* The ring is empty: move what the spill list holds back into it, in
+ * order. */
+static void spill_refill(zf_link *l)
+{
+    pthread_mutex_lock(&l->spill_mu);
+    while (l->spill_len && ring_put(l, l->spill[l->spill_head])) {
+        l->spill_head = (l->spill_head + 1) % l->spill_cap;
+        l->spill_len--;
+        atomic_fetch_sub_explicit(&l->spilled, 1, memory_order_relaxed);
+    }
+    atomic_store_explicit(&l->spill_n, (uint32_t)l->spill_len, memory_order_seq_cst);
+    pthread_mutex_unlock(&l->spill_mu);
+}
+
+/* Take the head capsule (any party), or NULL. */
+static zf_data *take_one(zf_link *l)
+{
+    zfi_handle h = ring_take(l);
+    if (!h && atomic_load_explicit(&l->spill_n, memory_order_seq_cst)) {
+        spill_refill(l);
+        h = ring_take(l);
+    }
+    if (!h)
+        return NULL;
+    zf_data *d = zfi_handle_data(h);
+    if (!d)
+        zfi_fatal("link", "a link holds handle 0x%llx, which names no capsule",
+                  (unsigned long long)h);
     return d;
 }
 
-/* Room for one more in the ring. Only a parked producer's burst, or
- * capsules a consumer put back, go past capacity: grow. */
-static bool ring_reserve(zf_link *l)
+static zf_data *take_any(zf_link *l)
 {
-    if (l->count < l->ring_cap)
-        return true;
-    uint32_t ncap = l->ring_cap * 2;
-    zf_data **nr = calloc(ncap, sizeof *nr);
-    if (!nr)
-        return false;
-    for (uint32_t i = 0; i < l->count; i++)
-        nr[i] = l->ring[(l->head + i) % l->ring_cap];
-    free(l->ring);
-    l->ring = nr;
-    l->ring_cap = ncap;
-    l->head = 0;
-    return true;
+    zf_data *d = take_one(l);
+    if (d)
+        atomic_fetch_add_explicit(&l->bytes_out_x, d->len, memory_order_relaxed);
+    return d;
 }
 
-static bool ring_put(zf_link *l, zf_data *d)
+/* ---- wake-ups ---- */
+
+static bool has_room(zf_link *l)
 {
-    if (!ring_reserve(l))
-        return false;
-    l->ring[(l->head + l->count) % l->ring_cap] = d;
-    l->count++;
-    l->bytes += d->len;
-    l->enqueued++;
-    if (l->count > l->high_water)
-        l->high_water = l->count;
-    atomic_store_explicit(&l->depth, l->count, memory_order_release);
-    return true;
+    uint64_t depth = depth_now(l);
+    return depth < l->capacity && !(l->max_bytes && depth && bytes_now(l) >= l->max_bytes);
+}
+
+/* After a take (or a drop from the head): wake a waiting thread, and the
+ * parked producer node once there is room. */
+static void after_take(zf_link *l)
+{
+    zfi_evc_notify(&l->room_evc);
+    if (ZFI_UNLIKELY(atomic_load_explicit(&l->room_wanted, memory_order_seq_cst)) &&
+        (has_room(l) || atomic_load(&l->breaker) || atomic_load(&l->closed)) &&
+        atomic_exchange(&l->room_wanted, 0) && l->on_room)
+        l->on_room(l->room_arg);
+}
+
+static void after_push(zf_link *l)
+{
+    zfi_evc_notify(&l->data_evc);
+    if (l->on_data)
+        l->on_data(l->data_arg);
 }
 
 /* ---- push ---- */
 
 enum push_mode { PUSH_WAIT, PUSH_TRY, PUSH_NOWAIT_PARK };
 
-#define MAX_DROPS 16
-#define ZFI_RETRY ZF_ERR_COUNT /* internal: dropped MAX_DROPS, still full */
-
-/* One attempt under the lock. Returns ZF_OK (queued or dropped by policy),
- * ZF_EAGAIN (full block link, caller keeps *d), ZF_ECLOSED, or ZFI_RETRY.
- * Capsules to unreference (outside the lock) go to drops[]. */
-static int push_locked(zf_link *l, zf_data **d, enum push_mode mode, zf_data **drops, size_t *nd,
-                       bool *park)
-{
-    if (l->closed) {
-        drops[(*nd)++] = *d;
-        *d = NULL;
-        l->dropped++;
-        return ZF_ECLOSED;
-    }
-    uint64_t len = (*d)->len;
-    if (ring_full(l, len)) {
-        zf_policy pol = l->breaker ? ZF_POLICY_DROP_OLDEST : l->policy;
-        switch (pol) {
-        case ZF_POLICY_DROP_NEWEST:
-            drops[(*nd)++] = *d;
-            *d = NULL;
-            l->dropped++;
-            return ZF_OK;
-        case ZF_POLICY_DROP_OLDEST:
-            while (l->count && ring_full(l, len)) {
-                if (*nd == MAX_DROPS)
-                    return ZFI_RETRY;
-                drops[(*nd)++] = ring_take(l);
-                l->dropped++;
-            }
-            break;
-        case ZF_POLICY_BLOCK:
-            if (mode != PUSH_NOWAIT_PARK)
-                return ZF_EAGAIN;
-            *park = true;
-            l->room_wanted = true;
-            break;
-        }
-    }
-    if (!ring_put(l, *d)) {
-        drops[(*nd)++] = *d;
-        l->dropped++;
-    }
-    *d = NULL;
-    return ZF_OK;
-}
-
-static zf_err push(zf_link *l, zf_data **d, enum push_mode mode, int64_t timeout_ns, bool *park)
+/* Enqueue one capsule; *d is consumed unless ZF_EAGAIN. */
+static zf_err push(zf_link *l, zf_data **d, enum push_mode mode, int64_t timeout_ns, bool own,
+                   bool *park)
 {
     if (!l || !d || !*d)
         return zfi_error(ZF_EINVAL, "zf_link_push: NULL %s", !l ? "link" : "capsule");
     zfi_data_check(*d, "zf_link_push");
+    zf_data *c = *d;
+    uint64_t len = c->len;
+    if (c->ts == 0 && atomic_load_explicit(&c->refs, memory_order_relaxed) == 1)
+        c->ts = zf_clock_ns(); /* stamped when first sent */
     uint64_t t0 = 0;
-    int err;
+    unsigned drops = 0;
     for (;;) {
-        zf_data *drops[MAX_DROPS + 1];
-        size_t nd = 0;
-        zfi_lock_acquire(&l->mu);
-        err = push_locked(l, d, mode, drops, &nd, park);
-        zfi_lock_release(&l->mu);
-        for (size_t i = 0; i < nd; i++)
-            zf_data_unref(drops[i]);
-        if (err == ZFI_RETRY)
-            continue;
-        if (err != ZF_EAGAIN)
+        if (ZFI_UNLIKELY(atomic_load_explicit(&l->closed, memory_order_acquire))) {
+            *d = NULL;
+            atomic_fetch_add_explicit(&l->dropped, 1, memory_order_relaxed);
+            zf_data_unref(c);
+            after_push(l);
+            return zfi_error(ZF_ECLOSED, "link closed; capsule dropped");
+        }
+        if (!looks_full(l, len))
             break;
+        zf_policy pol = atomic_load_explicit(&l->breaker, memory_order_relaxed)
+                            ? ZF_POLICY_DROP_OLDEST
+                            : l->policy;
+        if (pol == ZF_POLICY_DROP_NEWEST) {
+            *d = NULL;
+            atomic_fetch_add_explicit(&l->dropped, 1, memory_order_relaxed);
+            zf_data_unref(c);
+            return ZF_OK;
+        }
+        if (pol == ZF_POLICY_DROP_OLDEST) {
+            zf_data *old = take_any(l);
+            if (old) {
+                atomic_fetch_add_explicit(&l->dropped, 1, memory_order_relaxed);
+                zf_data_unref(old);
+                after_take(l);
+            }
+            if (++drops < MAX_DROPS * 64 || !old)
+                continue;
+            break; /* a consumer and producers racing forever: accept */
+        }
+        /* block */
+        if (mode == PUSH_NOWAIT_PARK) {
+            *park = true;
+            atomic_store_explicit(&l->room_wanted, 1, memory_order_seq_cst);
+            break;
+        }
         if (mode == PUSH_TRY)
             return zfi_error(ZF_EAGAIN, "link full (%u messages)", l->capacity);
-        /* Block: wait for room. */
         uint64_t now = zf_clock_ns();
         if (!t0)
             t0 = now;
         int64_t left = timeout_ns < 0 ? -1 : timeout_ns - (int64_t)(now - t0);
         if (timeout_ns >= 0 && left <= 0) {
             atomic_fetch_add(&l->blocked_ns, now - t0);
-            zfi_lock_acquire(&l->mu);
-            l->dropped++;
-            zfi_lock_release(&l->mu);
-            zf_data_unref(*d);
+            atomic_fetch_add_explicit(&l->dropped, 1, memory_order_relaxed);
             *d = NULL;
+            zf_data_unref(c);
             return zfi_error(ZF_ETIMEDOUT, "link full for %lld ms; capsule dropped",
                              (long long)(timeout_ns / 1000000));
         }
-        uint32_t seq = atomic_load(&l->room_seq);
-        atomic_fetch_add(&l->room_waiters, 1);
-        zfi_lock_acquire(&l->mu);
-        bool room = l->closed || !ring_full(l, (*d)->len);
-        zfi_lock_release(&l->mu);
-        if (!room)
-            futex_wait(&l->room_seq, seq, left);
-        atomic_fetch_sub(&l->room_waiters, 1);
+        uint32_t key = zfi_evc_prepare(&l->room_evc);
+        if (atomic_load(&l->closed) || !looks_full(l, len) || atomic_load(&l->breaker))
+            zfi_evc_cancel(&l->room_evc);
+        else
+            zfi_evc_wait(&l->room_evc, key, left);
     }
     if (t0)
         atomic_fetch_add(&l->blocked_ns, zf_clock_ns() - t0);
-    signal_data(l);
-    if (l->on_data)
-        l->on_data(l->data_arg);
-    if (err == ZF_ECLOSED)
-        return zfi_error(ZF_ECLOSED, "link closed; capsule dropped");
-    return (zf_err)err;
+    zfi_handle h = zfi_handle_of(c);
+    *d = NULL;
+    if (ZFI_UNLIKELY(!enqueue(l, h))) {
+        atomic_fetch_add_explicit(&l->dropped, 1, memory_order_relaxed);
+        zf_data_unref(c);
+        return zfi_error(ZF_ENOMEM, "link: out of memory holding a burst past its ring");
+    }
+    if (own)
+        bump(&l->bytes_in, len);
+    else
+        atomic_fetch_add_explicit(&l->bytes_in_x, len, memory_order_relaxed);
+    after_put(l, own);
+    after_push(l);
+    return ZF_OK;
 }
 
 zf_err zf_link_push(zf_link *l, zf_data **d, int64_t timeout_ns)
 {
     bool park = false;
-    return push(l, d, PUSH_WAIT, timeout_ns, &park);
+    return push(l, d, PUSH_WAIT, timeout_ns, false, &park);
 }
 
 zf_err zf_link_try_push(zf_link *l, zf_data **d)
 {
     bool park = false;
-    return push(l, d, PUSH_TRY, 0, &park);
+    return push(l, d, PUSH_TRY, 0, false, &park);
 }
 
-zf_err zfi_link_push_nowait(zf_link *l, zf_data **d, bool *park)
+zf_err zfi_link_push_nowait(zf_link *l, zf_data **d, bool own, bool *park)
 {
-    return push(l, d, PUSH_NOWAIT_PARK, 0, park);
+    return push(l, d, PUSH_NOWAIT_PARK, 0, own, park);
 }
 
 zf_err zf_link_push_all(zf_link *const *links, size_t n, zf_data **d, int64_t timeout_ns)
@@ -362,83 +531,42 @@ zf_err zf_link_push_all(zf_link *const *links, size_t n, zf_data **d, int64_t ti
     return first;
 }
 
-/* ---- pop ---- */
+/* ---- take, pop ---- */
 
-static void after_pop(zf_link *l, bool wake_producer)
+zf_data *zfi_link_take(zf_link *l, bool *eos)
 {
-    signal_room(l);
-    if (wake_producer && l->on_room)
-        l->on_room(l->room_arg);
-}
-
-static size_t pop_batch(zf_link *l, zf_data **out, size_t max, uint64_t max_bytes, bool *eos,
-                        bool count)
-{
-    size_t n = 0;
-    uint64_t bytes = 0;
-    bool wake = false;
-    zfi_lock_acquire(&l->mu);
-    while (n < max && l->count) {
-        uint64_t len = l->ring[l->head]->len;
-        if (n && bytes + len > max_bytes)
-            break;
-        bytes += len;
-        out[n++] = ring_take(l);
+    zf_data *d = take_one(l);
+    if (ZFI_LIKELY(d)) {
+        bump(&l->delivered, 1);
+        bump(&l->bytes_out, d->len);
+        after_take(l);
+        *eos = false;
+        return d;
     }
-    if (count)
-        l->dequeued += n;
-    if (l->room_wanted && l->count < l->capacity) {
-        l->room_wanted = false;
-        wake = true;
-    }
-    *eos = l->closed && l->count == 0;
-    zfi_lock_release(&l->mu);
-    if (n || wake)
-        after_pop(l, wake);
-    return n;
+    /* Closed and empty: end of stream (close is published before its last
+     * wake-up, so an empty ring seen after it is final). */
+    *eos = atomic_load_explicit(&l->closed, memory_order_acquire) && !zfi_link_ready(l);
+    return NULL;
 }
 
-size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, uint64_t max_bytes, bool *eos)
+bool zfi_link_ready(zf_link *l)
 {
-    return pop_batch(l, out, max, max_bytes, eos, false);
-}
-
-void zfi_link_delivered(zf_link *l)
-{
-    atomic_store_explicit(&l->delivered,
-                          atomic_load_explicit(&l->delivered, memory_order_relaxed) + 1,
-                          memory_order_relaxed);
-}
-
-void zfi_link_unpop(zf_link *l, zf_data *const *caps, size_t n)
-{
-    size_t i = n; /* back to front: each goes before the previous */
-    zfi_lock_acquire(&l->mu);
-    while (i > 0 && ring_reserve(l)) {
-        zf_data *d = caps[--i];
-        l->head = (l->head + l->ring_cap - 1) % l->ring_cap;
-        l->ring[l->head] = d;
-        l->count++;
-        l->bytes += d->len;
-    }
-    l->dropped += i; /* out of memory growing the ring: caps[0..i) are lost */
-    if (l->count > l->high_water)
-        l->high_water = l->count;
-    atomic_store_explicit(&l->depth, l->count, memory_order_release);
-    zfi_lock_release(&l->mu);
-    while (i > 0)
-        zf_data_unref(caps[--i]);
+    uint64_t pos = atomic_load_explicit(&l->head, memory_order_relaxed);
+    uint64_t seq = atomic_load_explicit(&l->cells[pos & l->mask].seq, memory_order_seq_cst);
+    return seq == pos + 1 || atomic_load_explicit(&l->spill_n, memory_order_seq_cst) != 0;
 }
 
 zf_err zf_link_try_pop(zf_link *l, zf_data **out)
 {
     if (!l || !out)
         return zfi_error(ZF_EINVAL, "zf_link_try_pop: NULL argument");
-    *out = NULL;
-    bool eos;
-    if (pop_batch(l, out, 1, 0, &eos, true))
+    *out = take_any(l);
+    if (*out) {
+        atomic_fetch_add_explicit(&l->popped, 1, memory_order_relaxed);
+        after_take(l);
         return ZF_OK;
-    return eos ? ZF_ECLOSED : ZF_EAGAIN;
+    }
+    return atomic_load(&l->closed) && !zfi_link_ready(l) ? ZF_ECLOSED : ZF_EAGAIN;
 }
 
 zf_err zf_link_pop(zf_link *l, zf_data **out, int64_t timeout_ns)
@@ -449,39 +577,34 @@ zf_err zf_link_pop(zf_link *l, zf_data **out, int64_t timeout_ns)
     uint64_t t0 = zf_clock_ns();
     /* Spin: a busy consumer gets the next message without a syscall. */
     for (unsigned i = 0;; i++) {
-        if (atomic_load_explicit(&l->depth, memory_order_acquire) ||
-            atomic_load_explicit(&l->closed_pub, memory_order_acquire)) {
-            zf_err e = zf_link_try_pop(l, out);
-            if (e != ZF_EAGAIN)
-                return e;
-        }
+        zf_err e = zf_link_try_pop(l, out);
+        if (e != ZF_EAGAIN)
+            return e;
         if ((i & 63) == 63) {
             uint64_t spent = zf_clock_ns() - t0;
             if (spent > SPIN_NS || (timeout_ns >= 0 && (int64_t)spent >= timeout_ns))
                 break;
         }
-        cpu_relax();
+        zfi_cpu_relax();
     }
     /* Park. */
     for (;;) {
-        uint32_t seq = atomic_load(&l->data_seq);
-        atomic_fetch_add(&l->data_waiters, 1);
+        uint32_t key = zfi_evc_prepare(&l->data_evc);
         zf_err e = zf_link_try_pop(l, out);
         if (e != ZF_EAGAIN) {
-            atomic_fetch_sub(&l->data_waiters, 1);
+            zfi_evc_cancel(&l->data_evc);
             return e;
         }
         int64_t left = -1;
         if (timeout_ns >= 0) {
             left = timeout_ns - (int64_t)(zf_clock_ns() - t0);
             if (left <= 0) {
-                atomic_fetch_sub(&l->data_waiters, 1);
+                zfi_evc_cancel(&l->data_evc);
                 return zfi_error(ZF_ETIMEDOUT, "no message within %lld us",
                                  (long long)(timeout_ns / 1000));
             }
         }
-        futex_wait(&l->data_seq, seq, left);
-        atomic_fetch_sub(&l->data_waiters, 1);
+        zfi_evc_wait(&l->data_evc, key, left);
     }
 }
 
@@ -491,19 +614,12 @@ void zf_link_close(zf_link *l)
 {
     if (!l)
         return;
-    zfi_lock_acquire(&l->mu);
-    bool was = l->closed;
-    l->closed = true;
-    atomic_store(&l->closed_pub, 1);
-    zfi_lock_release(&l->mu);
-    if (was)
+    if (atomic_exchange_explicit(&l->closed, 1, memory_order_seq_cst))
         return;
-    atomic_fetch_add(&l->data_seq, 1);
-    futex_wake_all(&l->data_seq);
-    atomic_fetch_add(&l->room_seq, 1);
-    futex_wake_all(&l->room_seq);
-    if (l->on_data)
-        l->on_data(l->data_arg);
+    zfi_evc_notify(&l->room_evc);
+    if (atomic_exchange(&l->room_wanted, 0) && l->on_room)
+        l->on_room(l->room_arg);
+    after_push(l);
 }
 
 void zf_link_stats_get(const zf_link *cl, zf_link_stats *out)
@@ -512,90 +628,81 @@ void zf_link_stats_get(const zf_link *cl, zf_link_stats *out)
     memset(out, 0, sizeof *out);
     if (!l)
         return;
-    zfi_lock_acquire(&l->mu);
-    out->depth = l->count;
-    out->bytes = l->bytes;
-    out->high_water = l->high_water;
-    out->enqueued = l->enqueued;
-    out->dequeued = l->dequeued + atomic_load_explicit(&l->delivered, memory_order_relaxed);
-    out->dropped = l->dropped;
+    /* Consumer-side counters first: read later, the producer's are never
+     * behind them, so the balance below never goes negative. */
+    uint64_t delivered = ld(&l->delivered) + ld(&l->popped);
+    uint64_t dropped = ld(&l->dropped);
+    uint64_t spilled = ld(&l->spilled);
+    out->depth = depth_now(l);
+    out->enqueued = atomic_load_explicit(&l->tail, memory_order_seq_cst) + spilled;
+    out->dequeued = delivered;
+    out->dropped = dropped;
+    out->bytes = bytes_now(l);
+    out->high_water = ld(&l->high_water);
+    if (out->depth > out->high_water) {
+        note_high_water(l, out->depth);
+        out->high_water = out->depth;
+    }
     out->capacity = l->capacity;
     out->policy = l->policy;
-    zfi_lock_release(&l->mu);
     out->blocked_ns = atomic_load(&l->blocked_ns);
-}
-
-uint32_t zfi_link_depth(const zf_link *l)
-{
-    return atomic_load_explicit(&((zf_link *)l)->depth, memory_order_acquire);
 }
 
 bool zfi_link_drained(zf_link *l)
 {
-    zfi_lock_acquire(&l->mu);
-    bool r = l->closed && l->count == 0;
-    zfi_lock_release(&l->mu);
-    return r;
+    return atomic_load(&l->closed) && !zfi_link_ready(l);
 }
 
 bool zfi_link_has_room(zf_link *l)
 {
-    zfi_lock_acquire(&l->mu);
-    bool full = l->count >= l->capacity || (l->max_bytes && l->count && l->bytes >= l->max_bytes);
-    bool r = !full || l->breaker || l->policy != ZF_POLICY_BLOCK;
-    zfi_lock_release(&l->mu);
-    return r;
+    return l->policy != ZF_POLICY_BLOCK || atomic_load(&l->breaker) || has_room(l);
 }
 
 bool zfi_link_want_room(zf_link *l)
 {
-    zfi_lock_acquire(&l->mu);
-    bool r = l->count < l->capacity || l->breaker || l->closed;
-    if (!r)
-        l->room_wanted = true;
-    zfi_lock_release(&l->mu);
-    return r;
+    if (atomic_load(&l->breaker) || atomic_load(&l->closed) || l->policy != ZF_POLICY_BLOCK)
+        return true;
+    if (has_room(l))
+        return true;
+    atomic_store_explicit(&l->room_wanted, 1, memory_order_seq_cst);
+    /* The consumer may have made room before it could see the flag: look
+     * again, and take the flag back if so (if the consumer took it first,
+     * its on_room is on its way). */
+    if ((has_room(l) || atomic_load(&l->breaker) || atomic_load(&l->closed)) &&
+        atomic_exchange(&l->room_wanted, 0))
+        return true;
+    return false;
 }
 
-/* Drop queued capsules (all of them, or down to capacity), unreferenced
- * outside the lock; wake a parked producer. Returns how many. */
-static size_t drop_queued(zf_link *l, bool all, bool set_breaker, bool open)
+/* Drop queued capsules from the head (all of them, or down to capacity);
+ * returns how many. */
+static size_t drop_queued(zf_link *l, bool all)
 {
-    size_t total = 0, nd;
-    zf_data *drop[64];
-    bool wake = false;
-    do {
-        nd = 0;
-        zfi_lock_acquire(&l->mu);
-        if (set_breaker)
-            l->breaker = open;
-        uint32_t keep = all ? 0 : l->capacity;
-        while ((all || open) && l->count > keep && nd < ZFI_ARRAY_LEN(drop)) {
-            drop[nd++] = ring_take(l);
-            l->dropped++;
-        }
-        if ((all || open) && l->room_wanted) {
-            l->room_wanted = false;
-            wake = true;
-        }
-        zfi_lock_release(&l->mu);
-        for (size_t i = 0; i < nd; i++)
-            zf_data_unref(drop[i]);
-        total += nd;
-    } while (nd == ZFI_ARRAY_LEN(drop));
-    if (wake || open || all)
-        after_pop(l, wake);
-    return total;
+    size_t n = 0;
+    for (;;) {
+        if (!all && depth_now(l) <= l->capacity)
+            break;
+        zf_data *d = take_any(l);
+        if (!d)
+            break;
+        atomic_fetch_add_explicit(&l->dropped, 1, memory_order_relaxed);
+        zf_data_unref(d);
+        n++;
+    }
+    after_take(l);
+    return n;
 }
 
 void zfi_link_set_breaker(zf_link *l, bool open)
 {
-    drop_queued(l, false, true, open);
+    atomic_store(&l->breaker, open ? 1u : 0u);
+    if (open)
+        drop_queued(l, false);
 }
 
 size_t zfi_link_flush(zf_link *l)
 {
-    return drop_queued(l, true, false, false);
+    return drop_queued(l, true);
 }
 
 void zfi_link_add_blocked(zf_link *l, uint64_t ns)

@@ -1,4 +1,5 @@
-/* Internal side of links: what the scheduler needs beyond the public API. */
+/* Internal side of links: what the scheduler needs beyond the public API.
+ * The ring itself and its protocol: link.c. */
 #ifndef ZFI_LINK_H
 #define ZFI_LINK_H
 
@@ -8,35 +9,30 @@ typedef void (*zfi_link_hook)(void *arg);
 
 /* on_data(arg) runs after every push and on close (the consumer has work);
  * on_room(arg) runs when a link that parked its producer is back under
- * capacity. Hooks run outside the link's lock. Set before use. */
+ * capacity (once per zfi_link_want_room that returned false, or per park).
+ * Set before use. */
 void zfi_link_set_hooks(zf_link *l, zfi_link_hook on_data, void *data_arg, zfi_link_hook on_room,
                         void *room_arg);
 
 /* Push from inside a runtime callback: never waits. A full `block` link
  * accepts the capsule anyway and sets *park (the producer must not run
- * again until on_room). Consumes *d. ZF_ECLOSED when closed. */
-zf_err zfi_link_push_nowait(zf_link *l, zf_data **d, bool *park);
+ * again until on_room). `own`: the caller is the link's producer node in
+ * its callback (it counts with plain stores; any other caller, false).
+ * Consumes *d. ZF_ECLOSED when closed. */
+zf_err zfi_link_push_nowait(zf_link *l, zf_data **d, bool own, bool *park);
 
-/* Pop up to max capsules into out[], and past the first no more than
- * max_bytes of payload in all; returns how many. *eos is set when the link
- * is closed and now empty. Not counted as dequeued: the consumer counts
- * each capsule it delivers with zfi_link_delivered (so putting some back
- * with zfi_link_unpop keeps the statistics monotonic). */
-size_t zfi_link_pop_batch(zf_link *l, zf_data **out, size_t max, uint64_t max_bytes, bool *eos);
-/* Count one popped capsule as delivered (dequeued). The link's one
- * consumer only. */
-void zfi_link_delivered(zf_link *l);
+/* The link's consumer node takes the head capsule (the caller owns it),
+ * counted as delivered (dequeued); NULL when none. *eos is set when the
+ * link is closed and empty. The one consumer node only (others use
+ * zf_link_try_pop). */
+zf_data *zfi_link_take(zf_link *l, bool *eos);
 
-/* Put back n capsules popped by zfi_link_pop_batch and not delivered, at
- * the head of the link in their order (the link may briefly hold more than
- * its capacity). Consumes them. */
-void zfi_link_unpop(zf_link *l, zf_data *const *caps, size_t n);
-
-/* Messages queued (lock-free snapshot). */
-uint32_t zfi_link_depth(const zf_link *l);
+/* True when a capsule waits at the head (lock-free; for the consumer). */
+bool zfi_link_ready(zf_link *l);
 /* True when closed and empty. */
 bool zfi_link_drained(zf_link *l);
-/* True while the link is under capacity. */
+/* True while the link is under capacity (or never parks: drop policies,
+ * breaker open). */
 bool zfi_link_has_room(zf_link *l);
 /* Ask for on_room once the link is under capacity; returns true if it
  * already is (no hook will come for this request). */

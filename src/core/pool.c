@@ -4,34 +4,89 @@
  * powers of two, carved from an "arena": one reserved range of address
  * space into which memfd segments are mapped back to back, so a block is
  * named by its offset (index) and another process that maps the same
- * segments in the same order sees the same layout. Free blocks of a class
- * form a lock-free stack (Treiber) whose head packs a 32-bit ABA tag with
- * a 32-bit block index; the link lives in the block header.
+ * segments in the same order sees the same layout. Large blocks get a memfd
+ * segment of their own, rounded to a size step so that freed segments are
+ * recycled by later allocations of similar size.
  *
- * Large blocks get a memfd segment of their own, rounded to a size step so
- * that freed segments are recycled by later allocations of similar size.
+ * The hot path touches nothing another core writes (Bonwick's magazines):
+ * every thread keeps, per pool and size class, two magazines of free block
+ * indices (`loaded` and `prev`); it allocates from and frees into them, and
+ * meets the pool's shared state once per magazine (up to 32 blocks): a
+ * lock-free, ABA-safe stack of full magazines and one of empty ones per
+ * class (a 32-bit tag beside the 32-bit index in the stack head). Only when
+ * the depot is empty are fresh blocks carved, under a mutex.
+ *
+ * Accounting is per thread too (allocations, frees, bytes, each written by
+ * its thread alone), summed when read, so the statistics and the stop
+ * report stay exact. `max_bytes` is enforced through reservations: a
+ * thread reserves pool bytes a step at a time (a magazine's worth: 32
+ * blocks of the size it allocates, at least 4 KiB, at most 256 KiB or 1/64
+ * of the cap) and spends them locally; freeing gives bytes back to the
+ * freeing thread, which returns what it holds beyond two steps. So a
+ * refusal can come while up to (threads - 1) x 2 steps are reserved and
+ * unused (the documented slack), and `bytes_high_water` is the high water
+ * of reservations: at least the real peak, at most the peak plus that slack.
+ *
+ * Teardown has one owner. The pool table's slot (never freed) holds the
+ * pool, a generation and an `orphaned` flag. zf_pool_destroy sets the
+ * flag, then a process-wide memory barrier (membarrier), then counts live
+ * blocks under the table mutex; a freeing thread updates its counters, then
+ * reads the flag. Either the count sees the free, or the freer sees the
+ * flag and counts again under the mutex: whoever finds 0 first frees the
+ * pool, after checking under the mutex that the slot still names it.
  *
  * Memory is touched once, when a segment is created (MAP_POPULATE); the
- * allocation hot path never faults in fresh pages. */
+ * allocation hot path never faults in fresh pages and reads no clock. */
 #include "core/capsule.h"
 
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define NCLASS          14u           /* blocks of 128 B .. 1 MiB */
 #define MIN_BLOCK_SHIFT 7u            /* 128 B = 64 B header + 64 B payload */
 #define SMALL_MAX_BLOCK (1u << 20)    /* larger blocks get their own segment */
-#define CARVE_BYTES     (64u * 1024u) /* blocks carved per refill */
+#define CARVE_BYTES     (64u * 1024u) /* blocks carved per refill, at most */
 #define MAX_POOLS       4096u
 #define DEFAULT_SEGMENT (4u << 20)
 #define MAX_SEGMENT     (64u << 20)
 #define DEFAULT_RESERVE (8ull << 30) /* address space, not memory */
 #define LARGE_CACHE_MIN (256ull << 20)
+
+#define MAG_MAX       32u           /* blocks per magazine, small classes */
+#define MAG_BYTES     (512u * 1024) /* and at most this much memory */
+#define MAGS_PER_DIR  256u
+#define MAG_DIRS      1024u
+#define LARGE_PER_DIR 256u
+#define LARGE_DIRS    256u
+#define RES_CHUNK     (256u * 1024u)
+
+_Static_assert(MAX_POOLS <= (1u << ZFI_HANDLE_SLOT_BITS), "pool slots fit a handle");
+
+/* A magazine: free block indices of one class, used as a stack. */
+typedef struct mag {
+    uint32_t id;
+    uint32_t count;
+    _Atomic uint32_t next; /* in a depot stack: next magazine id + 1 */
+    uint32_t blk[MAG_MAX];
+} mag;
+
+/* One thread's cache of one pool: its magazines, its accounting. */
+typedef struct trec {
+    zf_pool *pool;
+    uint32_t slot, gen;
+    struct trec *pnext, *pprev; /* in pool->recs (table_mu) */
+    mag *loaded[NCLASS], *prev[NCLASS];
+    uint64_t res; /* bytes reserved and not spent: this thread's slack */
+    /* Written by the owning thread alone (load + store), read by stats. */
+    _Atomic uint64_t allocs, frees, bytes_alloc, bytes_freed;
+} trec;
 
 typedef struct large_seg {
     int fd;
@@ -42,28 +97,31 @@ typedef struct large_seg {
 } large_seg;
 
 struct zf_pool {
-    struct {
-        _Alignas(ZFI_CACHELINE) _Atomic uint64_t head; /* tag << 32 | (index + 1) */
-    } cls[NCLASS];
+    /* Read-mostly: read by every allocation and handle lookup. */
+    char *arena;
+    uint64_t max_bytes;
+    uint64_t chunk; /* reservation step */
+    uint32_t gen;
+    uint16_t slot;
+    _Atomic(_Atomic(char *) *) large_dir[LARGE_DIRS]; /* segment id -> base */
 
-    _Alignas(ZFI_CACHELINE) atomic_uint_fast64_t bytes_in_use;
-    atomic_uint_fast64_t blocks_in_use;
-    atomic_uint_fast64_t allocs;
-    _Alignas(ZFI_CACHELINE) atomic_uint_fast64_t high_water;
-    atomic_uint_fast64_t failures;
+    struct {
+        _Alignas(ZFI_CACHELINE) _Atomic uint64_t full; /* tag << 32 | (id + 1) */
+        _Atomic uint64_t empty;
+        _Atomic uint64_t loose; /* single free blocks (when no magazine could be had) */
+    } depot[NCLASS];
+
+    _Alignas(ZFI_CACHELINE) _Atomic uint64_t reserved;
+    _Atomic uint64_t high_water;
+    _Alignas(ZFI_CACHELINE) atomic_uint_fast64_t failures;
     atomic_uint_fast64_t bytes_mapped;
     atomic_uint_fast64_t segments;
-    atomic_int orphaned;
-    atomic_int destroyed;
 
-    uint64_t max_bytes;
     uint64_t seg_bytes;
-    uint16_t slot;
     char name[40];
 
-    char *arena;
     size_t arena_reserved;
-    pthread_mutex_t grow_mu; /* arena growth and carving */
+    pthread_mutex_t grow_mu; /* arena growth, carving, new magazines */
     size_t arena_mapped;
     size_t arena_used;
     int *seg_fds;
@@ -72,6 +130,8 @@ struct zf_pool {
         size_t off, block, count;
     } * carves; /* every run of blocks carved, for zfi_pool_walk */
     size_t n_carves, carves_cap;
+    _Atomic(mag *) mag_dir[MAG_DIRS];
+    uint32_t n_mags;
 
     pthread_mutex_t large_mu; /* large segment table */
     large_seg *large;
@@ -79,10 +139,31 @@ struct zf_pool {
     uint64_t large_cached_bytes;
     uint64_t large_in_use, large_high_water; /* bytes: the working set */
     uint64_t large_clock;
+
+    /* table_mu: the threads' records, and what exited threads counted. */
+    trec *recs;
+    uint64_t gone_allocs, gone_frees, gone_bytes_alloc, gone_bytes_freed;
+
+#ifdef ZF_DEBUG_POISON
+    pthread_mutex_t q_mu; /* this pool's quarantine of freed capsules */
+    zf_data *q_ring[1024];
+    size_t q_next;
+#endif
 };
 
-static _Atomic(zf_pool *) pool_table[MAX_POOLS];
+/* The pool table: a slot per live pool. Slots are never freed, so a thread
+ * may read one after the pool it named is gone. */
+typedef struct pool_slot {
+    _Atomic(zf_pool *) pool;
+    _Atomic uint32_t gen;
+    _Atomic uint32_t orphaned;
+} pool_slot;
+
+static pool_slot slots[MAX_POOLS];
 static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t next_gen = 1; /* table_mu */
+
+/* ---- helpers ---- */
 
 static size_t page_size(void)
 {
@@ -99,10 +180,9 @@ static size_t round_up(size_t n, size_t to)
 
 static unsigned class_of(size_t block)
 {
-    unsigned c = 0;
-    while (((size_t)1 << (MIN_BLOCK_SHIFT + c)) < block)
-        c++;
-    return c;
+    if (block <= (1u << MIN_BLOCK_SHIFT))
+        return 0;
+    return (unsigned)(64 - __builtin_clzll((unsigned long long)(block - 1))) - MIN_BLOCK_SHIFT;
 }
 
 static size_t class_block(unsigned c)
@@ -110,26 +190,49 @@ static size_t class_block(unsigned c)
     return (size_t)1 << (MIN_BLOCK_SHIFT + c);
 }
 
-/* ---- accounting ---- */
-
-static bool reserve_bytes(zf_pool *p, uint64_t n)
+static uint32_t mag_cap(unsigned c)
 {
-    uint64_t now = atomic_fetch_add_explicit(&p->bytes_in_use, n, memory_order_relaxed) + n;
-    if (p->max_bytes && now > p->max_bytes) {
-        atomic_fetch_sub_explicit(&p->bytes_in_use, n, memory_order_relaxed);
-        return false;
-    }
-    uint64_t hw = atomic_load_explicit(&p->high_water, memory_order_relaxed);
-    while (now > hw && !atomic_compare_exchange_weak_explicit(
-                           &p->high_water, &hw, now, memory_order_relaxed, memory_order_relaxed))
-        ;
-    return true;
+    size_t n = MAG_BYTES / class_block(c);
+    return n > MAG_MAX ? MAG_MAX : n ? (uint32_t)n : 1u;
 }
 
-static void unreserve_bytes(zf_pool *p, uint64_t n)
+static inline uint64_t ld(_Atomic uint64_t *c)
 {
-    atomic_fetch_sub_explicit(&p->bytes_in_use, n, memory_order_relaxed);
+    return atomic_load_explicit(c, memory_order_relaxed);
 }
+
+/* A counter with one writer: no locked read-modify-write. */
+static inline void bump(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, ld(c) + v, memory_order_relaxed);
+}
+
+/* ---- the process-wide barrier that makes teardown's check exact ---- */
+
+static int barrier_cmd = -1; /* membarrier command, 0 if none */
+
+static void barrier_init(void)
+{
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0);
+    barrier_cmd = 0;
+    if (cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0) == 0)
+        barrier_cmd = MEMBARRIER_CMD_PRIVATE_EXPEDITED;
+    else if (cmds > 0 && (cmds & MEMBARRIER_CMD_GLOBAL))
+        barrier_cmd = MEMBARRIER_CMD_GLOBAL;
+}
+
+/* Every thread of the process executes a full memory barrier. Without
+ * membarrier, freeing threads fence themselves (free_fence). */
+static bool process_barrier(void)
+{
+    if (barrier_cmd > 0 && syscall(SYS_membarrier, barrier_cmd, 0) == 0)
+        return true;
+    atomic_thread_fence(memory_order_seq_cst);
+    return false;
+}
+
+static _Atomic bool free_fence; /* set when membarrier is missing */
 
 /* ---- segments ---- */
 
@@ -188,83 +291,467 @@ static zf_err arena_grow(zf_pool *p, size_t need)
     return ZF_OK;
 }
 
-/* ---- small blocks: lock-free stacks per class ---- */
+/* ---- lock-free stacks of 32-bit ids (ABA-safe: a tag beside the id) ---- */
+
+static _Atomic uint32_t *mag_link(zf_pool *p, uint32_t id);
+static _Atomic uint32_t *block_link(zf_pool *p, uint32_t id);
+
+/* Pop: the id, or UINT32_MAX when empty. Reading the link of an entry that
+ * another thread popped meanwhile is harmless: the memory stays mapped and
+ * the tag makes the compare-and-swap fail. */
+static uint32_t stack_pop(zf_pool *p, _Atomic uint64_t *head,
+                          _Atomic uint32_t *(*link)(zf_pool *, uint32_t))
+{
+    uint64_t old = atomic_load_explicit(head, memory_order_acquire);
+    for (;;) {
+        uint32_t top = (uint32_t)old;
+        if (!top)
+            return UINT32_MAX;
+        uint32_t next = atomic_load_explicit(link(p, top - 1), memory_order_relaxed);
+        uint64_t nw = (((old >> 32) + 1) << 32) | next;
+        if (atomic_compare_exchange_weak_explicit(head, &old, nw, memory_order_acquire,
+                                                  memory_order_acquire))
+            return top - 1;
+    }
+}
+
+static void stack_push(zf_pool *p, _Atomic uint64_t *head, uint32_t id,
+                       _Atomic uint32_t *(*link)(zf_pool *, uint32_t))
+{
+    _Atomic uint32_t *l = link(p, id);
+    uint64_t old = atomic_load_explicit(head, memory_order_relaxed);
+    uint64_t nw;
+    do {
+        atomic_store_explicit(l, (uint32_t)old, memory_order_relaxed);
+        nw = (((old >> 32) + 1) << 32) | (id + 1);
+    } while (!atomic_compare_exchange_weak_explicit(head, &old, nw, memory_order_release,
+                                                    memory_order_relaxed));
+}
+
+static mag *mag_at(zf_pool *p, uint32_t id)
+{
+    mag *dir = atomic_load_explicit(&p->mag_dir[id / MAGS_PER_DIR], memory_order_acquire);
+    return &dir[id % MAGS_PER_DIR];
+}
+
+static _Atomic uint32_t *mag_link(zf_pool *p, uint32_t id)
+{
+    return &mag_at(p, id)->next;
+}
+
+static zf_data *block_at(const zf_pool *p, uint32_t idx)
+{
+    return (zf_data *)(p->arena + (uint64_t)idx * ZFI_HDR_SIZE);
+}
+
+static _Atomic uint32_t *block_link(zf_pool *p, uint32_t idx)
+{
+    return &block_at(p, idx)->next;
+}
 
 static uint32_t block_index(const zf_pool *p, const zf_data *d)
 {
     return (uint32_t)(((const char *)d - p->arena) / ZFI_HDR_SIZE);
 }
 
-static zf_data *small_pop(zf_pool *p, unsigned c)
+/* A new empty magazine; NULL when out of memory. grow_mu held. */
+static mag *mag_new_locked(zf_pool *p)
 {
-    uint64_t old = atomic_load_explicit(&p->cls[c].head, memory_order_acquire);
-    for (;;) {
-        uint32_t top = (uint32_t)old;
-        if (!top)
+    uint32_t id = p->n_mags;
+    if (id >= MAGS_PER_DIR * MAG_DIRS)
+        return NULL;
+    if (id % MAGS_PER_DIR == 0) {
+        mag *dir = zfi_calloc(MAGS_PER_DIR, sizeof *dir);
+        if (!dir)
             return NULL;
-        zf_data *d = (zf_data *)(p->arena + (uint64_t)(top - 1) * ZFI_HDR_SIZE);
-        uint32_t next = atomic_load_explicit(&d->next, memory_order_relaxed);
-        uint64_t nw = (((old >> 32) + 1) << 32) | next;
-        if (atomic_compare_exchange_weak_explicit(&p->cls[c].head, &old, nw, memory_order_acquire,
-                                                  memory_order_acquire))
-            return d;
+        atomic_store_explicit(&p->mag_dir[id / MAGS_PER_DIR], dir, memory_order_release);
+    }
+    p->n_mags++;
+    mag *m = mag_at(p, id);
+    m->id = id;
+    m->count = 0;
+    return m;
+}
+
+/* An empty magazine of the depot, or a new one; NULL when out of memory. */
+static mag *mag_empty(zf_pool *p, unsigned c)
+{
+    uint32_t id = stack_pop(p, &p->depot[c].empty, mag_link);
+    if (id != UINT32_MAX)
+        return mag_at(p, id);
+    pthread_mutex_lock(&p->grow_mu);
+    mag *m = mag_new_locked(p);
+    pthread_mutex_unlock(&p->grow_mu);
+    return m;
+}
+
+/* ---- threads' records ---- */
+
+typedef struct tcache {
+    size_t mask;
+    trec **tab; /* open addressing by pool slot */
+} tcache;
+
+static ZFI_TLS tcache *tls_tc;
+static pthread_key_t tc_key;
+static pthread_once_t tc_once = PTHREAD_ONCE_INIT;
+
+static void rec_flush_locked(trec *r);
+static uint64_t live_locked(const zf_pool *p, zf_pool_stats *s);
+static void pool_free_locked(zf_pool *p);
+
+/* Thread exit: every record goes back to its pool (if alive). */
+static void tc_destroy(void *arg)
+{
+    tcache *tc = arg;
+    pthread_mutex_lock(&table_mu);
+    for (size_t i = 0; i <= tc->mask; i++) {
+        trec *r = tc->tab[i];
+        if (!r)
+            continue;
+        if (atomic_load_explicit(&slots[r->slot].gen, memory_order_relaxed) == r->gen &&
+            atomic_load_explicit(&slots[r->slot].pool, memory_order_relaxed) == r->pool) {
+            zf_pool *p = r->pool;
+            rec_flush_locked(r);
+            if (atomic_load_explicit(&slots[r->slot].orphaned, memory_order_relaxed) &&
+                live_locked(p, NULL) == 0)
+                pool_free_locked(p);
+        }
+        free(r);
+    }
+    pthread_mutex_unlock(&table_mu);
+    free(tc->tab);
+    free(tc);
+    if (tls_tc == tc)
+        tls_tc = NULL;
+}
+
+static void tc_key_init(void)
+{
+    pthread_key_create(&tc_key, tc_destroy);
+}
+
+/* The record's magazines and reservation back to its pool; its counters
+ * into the pool's; unlinked. table_mu held, the pool alive. */
+static void rec_flush_locked(trec *r)
+{
+    zf_pool *p = r->pool;
+    for (unsigned c = 0; c < NCLASS; c++) {
+        mag *ms[2] = {r->loaded[c], r->prev[c]};
+        for (int k = 0; k < 2; k++) {
+            if (!ms[k])
+                continue;
+            stack_push(p, ms[k]->count ? &p->depot[c].full : &p->depot[c].empty, ms[k]->id,
+                       mag_link);
+        }
+        r->loaded[c] = r->prev[c] = NULL;
+    }
+    if (r->res)
+        atomic_fetch_sub_explicit(&p->reserved, r->res, memory_order_relaxed);
+    r->res = 0;
+    p->gone_allocs += ld(&r->allocs);
+    p->gone_frees += ld(&r->frees);
+    p->gone_bytes_alloc += ld(&r->bytes_alloc);
+    p->gone_bytes_freed += ld(&r->bytes_freed);
+    if (r->pprev)
+        r->pprev->pnext = r->pnext;
+    else
+        p->recs = r->pnext;
+    if (r->pnext)
+        r->pnext->pprev = r->pprev;
+}
+
+static bool tc_insert(tcache *tc, trec *r);
+
+/* Remove entry i, re-inserting the rest of its cluster so that probing
+ * stays correct (re-inserting never grows the table). */
+static void tc_drop(tcache *tc, size_t i)
+{
+    tc->tab[i] = NULL;
+    for (size_t j = (i + 1) & tc->mask; tc->tab[j]; j = (j + 1) & tc->mask) {
+        trec *m = tc->tab[j];
+        tc->tab[j] = NULL;
+        size_t k = m->slot & tc->mask;
+        while (tc->tab[k])
+            k = (k + 1) & tc->mask;
+        tc->tab[k] = m;
     }
 }
 
-static void small_push(zf_pool *p, unsigned c, zf_data *d)
+/* The calling thread's record for p, created on first use; NULL when out
+ * of memory. */
+static trec *rec_slow(zf_pool *p)
 {
-    uint32_t idx = block_index(p, d) + 1;
-    uint64_t old = atomic_load_explicit(&p->cls[c].head, memory_order_relaxed);
-    uint64_t nw;
-    do {
-        atomic_store_explicit(&d->next, (uint32_t)old, memory_order_relaxed);
-        nw = (((old >> 32) + 1) << 32) | idx;
-    } while (!atomic_compare_exchange_weak_explicit(&p->cls[c].head, &old, nw, memory_order_release,
-                                                    memory_order_relaxed));
+    pthread_once(&tc_once, tc_key_init);
+    tcache *tc = tls_tc;
+    if (!tc) {
+        tc = zfi_calloc(1, sizeof *tc);
+        if (!tc)
+            return NULL;
+        tc->mask = 7;
+        tc->tab = zfi_calloc(tc->mask + 1, sizeof *tc->tab);
+        if (!tc->tab) {
+            free(tc);
+            return NULL;
+        }
+        tls_tc = tc;
+        pthread_setspecific(tc_key, tc);
+    }
+    /* A record of a dead pool that had the same slot goes (its pool took
+     * its magazines and counters with it). */
+    for (size_t i = p->slot & tc->mask;; i = (i + 1) & tc->mask) {
+        trec *r = tc->tab[i];
+        if (!r)
+            break;
+        if (r->slot != p->slot)
+            continue;
+        if (r->pool == p && r->gen == p->gen)
+            return r;
+        /* a dead pool's: nothing links it any more */
+        tc_drop(tc, i);
+        free(r);
+        break;
+    }
+    trec *r = zfi_calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->pool = p;
+    r->slot = p->slot;
+    r->gen = p->gen;
+    if (!tc_insert(tc, r)) {
+        free(r);
+        return NULL;
+    }
+    pthread_mutex_lock(&table_mu);
+    r->pnext = p->recs;
+    if (p->recs)
+        p->recs->pprev = r;
+    p->recs = r;
+    pthread_mutex_unlock(&table_mu);
+    return r;
 }
 
-/* Carve fresh blocks of class c; return one, push the rest. */
-static zf_err small_refill(zf_pool *p, unsigned c, zf_data **out)
+static bool tc_insert(tcache *tc, trec *r)
 {
-    size_t bs = class_block(c);
-    zf_err err = ZF_OK;
+    size_t used = 0;
+    for (size_t i = 0; i <= tc->mask; i++)
+        used += tc->tab[i] != NULL;
+    if ((used + 1) * 2 > tc->mask + 1) {
+        size_t nmask = tc->mask * 2 + 1;
+        trec **nt = zfi_calloc(nmask + 1, sizeof *nt);
+        if (!nt)
+            return false;
+        for (size_t i = 0; i <= tc->mask; i++) {
+            trec *m = tc->tab[i];
+            if (!m)
+                continue;
+            size_t j = m->slot & nmask;
+            while (nt[j])
+                j = (j + 1) & nmask;
+            nt[j] = m;
+        }
+        free(tc->tab);
+        tc->tab = nt;
+        tc->mask = nmask;
+    }
+    size_t j = r->slot & tc->mask;
+    while (tc->tab[j])
+        j = (j + 1) & tc->mask;
+    tc->tab[j] = r;
+    return true;
+}
+
+static inline trec *rec_get(zf_pool *p)
+{
+    tcache *tc = tls_tc;
+    if (ZFI_LIKELY(tc)) {
+        trec *r = tc->tab[p->slot & tc->mask];
+        if (ZFI_LIKELY(r && r->pool == p && r->gen == p->gen))
+            return r;
+    }
+    return rec_slow(p);
+}
+
+/* ---- reservations (max_bytes and the high water) ---- */
+
+static void note_high_water(zf_pool *p, uint64_t now)
+{
+    uint64_t hw = ld(&p->high_water);
+    while (now > hw && !atomic_compare_exchange_weak_explicit(
+                           &p->high_water, &hw, now, memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
+/* Take n more bytes from the pool's reservation; false when that would
+ * pass max_bytes. */
+static bool take(zf_pool *p, uint64_t n)
+{
+    uint64_t cur = ld(&p->reserved);
+    for (;;) {
+        if (p->max_bytes && cur + n > p->max_bytes)
+            return false;
+        if (atomic_compare_exchange_weak_explicit(&p->reserved, &cur, cur + n, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            break;
+    }
+    note_high_water(p, cur + n);
+    return true;
+}
+
+/* The reservation step for blocks of n bytes: a magazine's worth (32
+ * blocks), at least 4 KiB, at most the pool's chunk. */
+static uint64_t chunk_for(const zf_pool *p, uint64_t n)
+{
+    uint64_t c = n * MAG_MAX;
+    if (c < 4096)
+        c = 4096;
+    return c < p->chunk ? c : p->chunk;
+}
+
+static bool reserve(zf_pool *p, trec *r, uint64_t n)
+{
+    if (ZFI_LIKELY(r->res >= n)) {
+        r->res -= n;
+        return true;
+    }
+    uint64_t need = n - r->res; /* what this thread's slack lacks */
+    uint64_t step = chunk_for(p, n);
+    if (take(p, need + step)) {
+        r->res = step; /* a step beyond n stays as slack */
+        return true;
+    }
+    if (take(p, need)) { /* near the cap: exactly what is missing */
+        r->res = 0;
+        return true;
+    }
+    return false;
+}
+
+/* Freed bytes become this thread's slack; beyond two steps, all but one
+ * goes back to the pool. */
+static void unreserve(zf_pool *p, trec *r, uint64_t n)
+{
+    r->res += n;
+    uint64_t step = chunk_for(p, n);
+    if (ZFI_UNLIKELY(r->res > 2 * step)) {
+        uint64_t give = r->res - step;
+        atomic_fetch_sub_explicit(&p->reserved, give, memory_order_relaxed);
+        r->res -= give;
+    }
+}
+
+/* ---- small blocks ---- */
+
+/* Fill r->loaded[c] (empty or NULL): from prev, the depot, or fresh blocks.
+ * Returns false (error set) when no block can be had. */
+static bool refill(zf_pool *p, trec *r, unsigned c)
+{
+    mag *m = r->loaded[c];
+    if (r->prev[c] && r->prev[c]->count) {
+        r->loaded[c] = r->prev[c];
+        r->prev[c] = m;
+        return true;
+    }
+    uint32_t id = stack_pop(p, &p->depot[c].full, mag_link);
+    if (id != UINT32_MAX) {
+        if (m) {
+            if (!r->prev[c])
+                r->prev[c] = m;
+            else
+                stack_push(p, &p->depot[c].empty, m->id, mag_link);
+        }
+        r->loaded[c] = mag_at(p, id);
+        return true;
+    }
+    uint32_t loose = stack_pop(p, &p->depot[c].loose, block_link);
     pthread_mutex_lock(&p->grow_mu);
-    /* Another thread may have refilled while we waited. */
-    zf_data *d = small_pop(p, c);
-    if (d)
-        goto done;
-    if (p->arena_used + bs > p->arena_mapped) {
-        err = arena_grow(p, bs);
-        if (err != ZF_OK)
-            goto done;
+    if (!m)
+        m = r->loaded[c] = mag_new_locked(p);
+    if (!m) {
+        pthread_mutex_unlock(&p->grow_mu);
+        if (loose != UINT32_MAX)
+            stack_push(p, &p->depot[c].loose, loose, block_link);
+        zfi_error(ZF_ENOMEM, "pool %s: out of memory for a magazine", p->name);
+        return false;
+    }
+    if (loose != UINT32_MAX) {
+        m->blk[m->count++] = loose;
+        pthread_mutex_unlock(&p->grow_mu);
+        return true;
+    }
+    size_t bs = class_block(c);
+    if (p->arena_used + bs > p->arena_mapped && arena_grow(p, bs) != ZF_OK) {
+        pthread_mutex_unlock(&p->grow_mu);
+        return false;
     }
     size_t n = (p->arena_mapped - p->arena_used) / bs;
     size_t want = CARVE_BYTES / bs ? CARVE_BYTES / bs : 1;
+    if (want > mag_cap(c))
+        want = mag_cap(c);
     if (n > want)
         n = want;
     if (!zfi_grow((void **)&p->carves, &p->carves_cap, p->n_carves + 1, sizeof *p->carves)) {
-        err = zfi_error(ZF_ENOMEM, "pool %s: out of memory", p->name);
-        goto done;
+        pthread_mutex_unlock(&p->grow_mu);
+        zfi_error(ZF_ENOMEM, "pool %s: out of memory", p->name);
+        return false;
     }
     p->carves[p->n_carves++] = (struct carve){p->arena_used, bs, n};
     char *base = p->arena + p->arena_used;
     p->arena_used += n * bs;
-    for (size_t i = 1; i < n; i++) {
+    for (size_t i = n; i-- > 0;) { /* the lowest address first out */
         zf_data *b = (zf_data *)(base + i * bs);
         atomic_store_explicit(&b->magic, 0, memory_order_relaxed);
-        small_push(p, c, b);
+        m->blk[m->count++] = block_index(p, b);
     }
-    d = (zf_data *)base;
-done:
     pthread_mutex_unlock(&p->grow_mu);
-    *out = d;
-    return err;
+    return true;
+}
+
+/* Make room in r->loaded[c] (full or NULL) for one more block. Returns
+ * false when no magazine can be had (out of memory): the caller frees the
+ * block onto the loose stack. */
+static bool spill(zf_pool *p, trec *r, unsigned c)
+{
+    mag *m = r->loaded[c], *pv = r->prev[c];
+    if (m && pv && pv->count == 0) {
+        r->prev[c] = m;
+        r->loaded[c] = pv;
+        return true;
+    }
+    mag *e = mag_empty(p, c);
+    if (!e)
+        return false;
+    if (m) {
+        if (pv) /* full, or partly: the allocating side takes any count */
+            stack_push(p, &p->depot[c].full, pv->id, mag_link);
+        r->prev[c] = m;
+    }
+    r->loaded[c] = e;
+    return true;
 }
 
 /* ---- large blocks: a segment each, recycled ---- */
 
+static _Atomic(char *) *large_slot(zf_pool *p, size_t id, bool create)
+{
+    if (id >= (size_t)LARGE_PER_DIR * LARGE_DIRS)
+        return NULL;
+    _Atomic(char *) *dir =
+        atomic_load_explicit(&p->large_dir[id / LARGE_PER_DIR], memory_order_acquire);
+    if (!dir && create) {
+        dir = zfi_calloc(LARGE_PER_DIR, sizeof *dir);
+        if (!dir)
+            return NULL;
+        atomic_store_explicit(&p->large_dir[id / LARGE_PER_DIR], dir, memory_order_release);
+    }
+    return dir ? &dir[id % LARGE_PER_DIR] : NULL;
+}
+
 static void large_unmap(zf_pool *p, large_seg *s)
 {
+    _Atomic(char *) *ls = large_slot(p, (size_t)(s - p->large), false);
+    if (ls)
+        atomic_store_explicit(ls, NULL, memory_order_relaxed);
     munmap(s->base, s->size);
     close(s->fd);
     atomic_fetch_sub_explicit(&p->bytes_mapped, s->size, memory_order_relaxed);
@@ -339,6 +826,12 @@ static zf_err large_alloc(zf_pool *p, size_t size, zf_data **out)
         hole->base = NULL;
     }
     size_t id = (size_t)(hole - p->large);
+    _Atomic(char *) *ls = large_slot(p, id, true);
+    if (!ls) {
+        err = zfi_error(ZF_ENOMEM, "pool %s: more than %u large segments", p->name,
+                        LARGE_PER_DIR * LARGE_DIRS);
+        goto out;
+    }
     int fd = new_memfd(p, 'l', id, size);
     if (fd < 0) {
         err = zfi_error(ZF_ESYS, "pool %s: memfd_create/ftruncate of %zu bytes: %s", p->name, size,
@@ -357,6 +850,7 @@ static zf_err large_alloc(zf_pool *p, size_t size, zf_data **out)
     hole->base = base;
     hole->size = size;
     hole->in_use = true;
+    atomic_store_explicit(ls, (char *)base, memory_order_release);
     best = hole;
     atomic_fetch_add_explicit(&p->bytes_mapped, size, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->segments, 1, memory_order_relaxed);
@@ -390,7 +884,7 @@ static void large_free(zf_pool *p, zf_data *d)
     pthread_mutex_unlock(&p->large_mu);
 }
 
-/* ---- public ---- */
+/* ---- create, destroy ---- */
 
 zf_err zf_pool_create(const zf_pool_config *cfg, zf_pool **out)
 {
@@ -405,12 +899,18 @@ zf_err zf_pool_create(const zf_pool_config *cfg, zf_pool **out)
         return zfi_error(ZF_ENOMEM, "zf_pool_create: out of memory");
     memset(p, 0, sizeof *p);
     p->max_bytes = cfg->max_bytes;
+    p->chunk = RES_CHUNK;
+    if (p->max_bytes && p->chunk > p->max_bytes / 64)
+        p->chunk = p->max_bytes / 64 > 4096 ? p->max_bytes / 64 : 4096;
     p->seg_bytes = cfg->segment_bytes ? round_up(cfg->segment_bytes, page_size()) : DEFAULT_SEGMENT;
     if (p->max_bytes && p->seg_bytes > p->max_bytes)
         p->seg_bytes = round_up(p->max_bytes, page_size());
     snprintf(p->name, sizeof p->name, "%s", cfg->name && *cfg->name ? cfg->name : "pool");
     pthread_mutex_init(&p->grow_mu, NULL);
     pthread_mutex_init(&p->large_mu, NULL);
+#ifdef ZF_DEBUG_POISON
+    pthread_mutex_init(&p->q_mu, NULL);
+#endif
 
     /* Reserve address space for the small arena: twice the cap when one is
      * set (classes fragment), else DEFAULT_RESERVE. No memory is used. */
@@ -429,14 +929,23 @@ zf_err zf_pool_create(const zf_pool_config *cfg, zf_pool **out)
     p->arena = r;
 
     pthread_mutex_lock(&table_mu);
+    if (barrier_cmd < 0)
+        barrier_init();
+    if (barrier_cmd == 0)
+        atomic_store(&free_fence, true);
     unsigned slot = MAX_POOLS;
     for (unsigned i = 1; i < MAX_POOLS; i++)
-        if (!atomic_load(&pool_table[i])) {
+        if (!atomic_load_explicit(&slots[i].pool, memory_order_relaxed)) {
             slot = i;
             break;
         }
-    if (slot < MAX_POOLS)
-        atomic_store(&pool_table[slot], p);
+    if (slot < MAX_POOLS) {
+        p->slot = (uint16_t)slot;
+        p->gen = next_gen++;
+        atomic_store_explicit(&slots[slot].gen, p->gen, memory_order_relaxed);
+        atomic_store_explicit(&slots[slot].orphaned, 0, memory_order_relaxed);
+        atomic_store_explicit(&slots[slot].pool, p, memory_order_release);
+    }
     pthread_mutex_unlock(&table_mu);
     if (slot == MAX_POOLS) {
         munmap(p->arena, p->arena_reserved);
@@ -444,20 +953,46 @@ zf_err zf_pool_create(const zf_pool_config *cfg, zf_pool **out)
         return zfi_error(ZF_ENOMEM, "zf_pool_create: more than %u pools in one process",
                          MAX_POOLS - 1);
     }
-    p->slot = (uint16_t)slot;
     *out = p;
     return ZF_OK;
 }
 
-static void pool_really_destroy(zf_pool *p)
+/* Live blocks: allocations minus frees over every thread. table_mu held. */
+static uint64_t live_locked(const zf_pool *p, zf_pool_stats *s)
 {
-    pthread_mutex_lock(&table_mu);
-    atomic_store(&pool_table[p->slot], NULL);
-    pthread_mutex_unlock(&table_mu);
+    uint64_t a = p->gone_allocs, f = p->gone_frees, ba = p->gone_bytes_alloc,
+             bf = p->gone_bytes_freed;
+    for (trec *r = p->recs; r; r = r->pnext) {
+        a += ld(&r->allocs);
+        f += ld(&r->frees);
+        ba += ld(&r->bytes_alloc);
+        bf += ld(&r->bytes_freed);
+    }
+    if (s) {
+        s->allocs = a;
+        s->frees = f;
+        s->blocks_in_use = a - f;
+        s->bytes_in_use = ba - bf;
+    }
+    return a - f;
+}
+
+/* Free everything. table_mu held; nothing of the pool is alive. */
+static void pool_free_locked(zf_pool *p)
+{
+    atomic_store_explicit(&slots[p->slot].pool, NULL, memory_order_relaxed);
+    atomic_store_explicit(&slots[p->slot].gen, 0, memory_order_relaxed);
+    atomic_store_explicit(&slots[p->slot].orphaned, 0, memory_order_relaxed);
+    /* Records of other threads stay theirs (they see the generation
+     * change); only the list of them goes. */
     for (size_t i = 0; i < p->n_large; i++)
         if (p->large[i].base)
             large_unmap(p, &p->large[i]);
     free(p->large);
+    for (size_t i = 0; i < LARGE_DIRS; i++)
+        free((void *)atomic_load_explicit(&p->large_dir[i], memory_order_relaxed));
+    for (size_t i = 0; i < MAG_DIRS; i++)
+        free(atomic_load_explicit(&p->mag_dir[i], memory_order_relaxed));
     munmap(p->arena, p->arena_reserved);
     for (size_t i = 0; i < p->n_segs; i++)
         close(p->seg_fds[i]);
@@ -465,29 +1000,54 @@ static void pool_really_destroy(zf_pool *p)
     free(p->carves);
     pthread_mutex_destroy(&p->grow_mu);
     pthread_mutex_destroy(&p->large_mu);
+#ifdef ZF_DEBUG_POISON
+    pthread_mutex_destroy(&p->q_mu);
+#endif
     free(p);
 }
 
-static void pool_maybe_destroy(zf_pool *p)
+/* The slot's pool, if it is still generation `gen`, orphaned and empty, is
+ * freed here. */
+static void try_teardown(uint32_t slot, uint32_t gen)
 {
-    int expected = 0;
-    if (atomic_load(&p->orphaned) && atomic_load(&p->blocks_in_use) == 0 &&
-        atomic_compare_exchange_strong(&p->destroyed, &expected, 1))
-        pool_really_destroy(p);
+    pthread_mutex_lock(&table_mu);
+    zf_pool *p = atomic_load_explicit(&slots[slot].pool, memory_order_relaxed);
+    if (p && atomic_load_explicit(&slots[slot].gen, memory_order_relaxed) == gen &&
+        atomic_load_explicit(&slots[slot].orphaned, memory_order_relaxed) &&
+        live_locked(p, NULL) == 0)
+        pool_free_locked(p);
+    pthread_mutex_unlock(&table_mu);
 }
 
 void zf_pool_destroy(zf_pool *p)
 {
     if (!p)
         return;
-    uint64_t live = atomic_load(&p->blocks_in_use);
+    zfi_pool_quarantine_flush(p);
+    uint32_t slot = p->slot, gen = p->gen;
+    /* The caller's own magazines go back now (a thread that never uses the
+     * pool again would keep them until it exits). */
+    pthread_mutex_lock(&table_mu);
+    tcache *tc = tls_tc;
+    for (size_t i = 0; tc && i <= tc->mask; i++) {
+        trec *r = tc->tab[i];
+        if (r && r->pool == p && r->gen == gen) {
+            rec_flush_locked(r);
+            tc_drop(tc, i);
+            free(r);
+            break;
+        }
+    }
+    uint64_t live = live_locked(p, NULL);
+    pthread_mutex_unlock(&table_mu);
     if (live)
         zfi_log(ZF_LOG_WARN, "pool",
                 "%s: destroyed with %llu capsules alive; memory is unmapped when the last "
                 "is released",
                 p->name, (unsigned long long)live);
-    atomic_store(&p->orphaned, 1);
-    pool_maybe_destroy(p);
+    atomic_store_explicit(&slots[slot].orphaned, 1, memory_order_seq_cst);
+    process_barrier();
+    try_teardown(slot, gen);
 }
 
 void zf_pool_stats_get(const zf_pool *cp, zf_pool_stats *out)
@@ -496,14 +1056,23 @@ void zf_pool_stats_get(const zf_pool *cp, zf_pool_stats *out)
     memset(out, 0, sizeof *out);
     if (!p)
         return;
-    out->bytes_in_use = atomic_load_explicit(&p->bytes_in_use, memory_order_relaxed);
-    out->bytes_high_water = atomic_load_explicit(&p->high_water, memory_order_relaxed);
-    out->blocks_in_use = atomic_load_explicit(&p->blocks_in_use, memory_order_relaxed);
-    out->allocs = atomic_load_explicit(&p->allocs, memory_order_relaxed);
-    out->frees = out->allocs - out->blocks_in_use;
+    pthread_mutex_lock(&table_mu);
+    live_locked(p, out);
+    pthread_mutex_unlock(&table_mu);
+    out->bytes_high_water = ld(&p->high_water);
+    if (out->bytes_high_water < out->bytes_in_use)
+        out->bytes_high_water = out->bytes_in_use;
     out->alloc_failures = atomic_load_explicit(&p->failures, memory_order_relaxed);
     out->bytes_mapped = atomic_load_explicit(&p->bytes_mapped, memory_order_relaxed);
     out->segments = atomic_load_explicit(&p->segments, memory_order_relaxed);
+}
+
+/* ---- allocate, free ---- */
+
+static zf_err alloc_fail(zf_pool *p, zf_err err)
+{
+    atomic_fetch_add_explicit(&p->failures, 1, memory_order_relaxed);
+    return err;
 }
 
 zf_err zf_pool_alloc(zf_pool *p, size_t len, zf_data **out)
@@ -513,33 +1082,37 @@ zf_err zf_pool_alloc(zf_pool *p, size_t len, zf_data **out)
     *out = NULL;
     if (len > ((size_t)1 << 46))
         return zfi_error(ZF_EINVAL, "zf_pool_alloc: %zu bytes is not a sane capsule size", len);
+    trec *r = rec_get(p);
+    if (!r)
+        return alloc_fail(
+            p, zfi_error(ZF_ENOMEM, "pool %s: out of memory for a thread cache", p->name));
     zf_data *d = NULL;
-    zf_err err;
     size_t block = len + ZFI_HDR_SIZE;
     if (block <= SMALL_MAX_BLOCK) {
         unsigned c = class_of(block);
         block = class_block(c);
-        if (!reserve_bytes(p, block))
+        if (!reserve(p, r, block))
             goto cap;
-        d = small_pop(p, c);
-        if (!d) {
-            err = small_refill(p, c, &d);
-            if (err != ZF_OK) {
-                unreserve_bytes(p, block);
-                goto fail;
+        mag *m = r->loaded[c];
+        if (ZFI_UNLIKELY(!m || !m->count)) {
+            if (!refill(p, r, c)) {
+                unreserve(p, r, block);
+                return alloc_fail(p, ZF_ENOMEM);
             }
+            m = r->loaded[c];
         }
+        d = block_at(p, m->blk[--m->count]);
         d->kind = ZFI_KIND_SMALL;
         d->cls = (uint8_t)c;
         d->cap = block - ZFI_HDR_SIZE;
     } else {
         block = large_size(len);
-        if (!reserve_bytes(p, block))
+        if (!reserve(p, r, block))
             goto cap;
-        err = large_alloc(p, block, &d);
+        zf_err err = large_alloc(p, block, &d);
         if (err != ZF_OK) {
-            unreserve_bytes(p, block);
-            goto fail;
+            unreserve(p, r, block);
+            return alloc_fail(p, err);
         }
         d->kind = ZFI_KIND_LARGE;
         d->cls = 0;
@@ -547,28 +1120,26 @@ zf_err zf_pool_alloc(zf_pool *p, size_t len, zf_data **out)
     d->pool_slot = p->slot;
     atomic_store_explicit(&d->refs, 1, memory_order_relaxed);
     d->len = len;
-    d->ts = zf_clock_ns();
+    d->ts = 0; /* stamped when first sent */
     d->seq = 0;
     atomic_store_explicit(&d->owner, 0, memory_order_relaxed);
     atomic_store_explicit(&d->magic, ZFI_MAGIC_LIVE, memory_order_relaxed);
-    atomic_fetch_add_explicit(&p->blocks_in_use, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&p->allocs, 1, memory_order_relaxed);
+    bump(&r->allocs, 1);
+    bump(&r->bytes_alloc, block);
     zfi_held(1);
     *out = d;
     return ZF_OK;
 cap:
-    err = zfi_error(ZF_ENOMEM,
-                    "pool %s: allocating %zu bytes would exceed max_bytes %llu (%llu in use)",
-                    p->name, len, (unsigned long long)p->max_bytes,
-                    (unsigned long long)atomic_load(&p->bytes_in_use));
-fail:
-    atomic_fetch_add_explicit(&p->failures, 1, memory_order_relaxed);
-    return err;
+    return alloc_fail(p, zfi_error(ZF_ENOMEM,
+                                   "pool %s: allocating %zu bytes would exceed max_bytes %llu "
+                                   "(%llu reserved)",
+                                   p->name, len, (unsigned long long)p->max_bytes,
+                                   (unsigned long long)ld(&p->reserved)));
 }
 
 static zf_pool *owner_pool(const zf_data *d)
 {
-    zf_pool *p = atomic_load_explicit(&pool_table[d->pool_slot], memory_order_acquire);
+    zf_pool *p = atomic_load_explicit(&slots[d->pool_slot].pool, memory_order_acquire);
     if (!p)
         zfi_fatal("pool", "capsule %p names pool slot %u, which does not exist", (const void *)d,
                   d->pool_slot);
@@ -580,20 +1151,49 @@ static size_t block_size(const zf_data *d)
     return d->kind == ZFI_KIND_SMALL ? class_block(d->cls) : (size_t)d->cap + ZFI_HDR_SIZE;
 }
 
-void zfi_pool_release_bytes(zf_data *d)
-{
-    unreserve_bytes(owner_pool(d), block_size(d));
-}
-
-void zfi_pool_recycle(zf_data *d)
+void zfi_pool_free(zf_data *d)
 {
     zf_pool *p = owner_pool(d);
-    if (d->kind == ZFI_KIND_SMALL)
-        small_push(p, d->cls, d);
-    else
+    uint32_t slot = p->slot, gen = p->gen;
+    size_t block = block_size(d);
+    trec *r = rec_get(p);
+    if (d->kind == ZFI_KIND_SMALL) {
+        unsigned c = d->cls;
+        uint32_t idx = block_index(p, d);
+        mag *m = r ? r->loaded[c] : NULL;
+        if (ZFI_UNLIKELY(!m || m->count == mag_cap(c))) {
+            if (r && spill(p, r, c))
+                m = r->loaded[c];
+            else
+                m = NULL;
+        }
+        if (ZFI_LIKELY(m))
+            m->blk[m->count++] = idx;
+        else
+            stack_push(p, &p->depot[c].loose, idx, block_link);
+    } else {
         large_free(p, d);
-    if (atomic_fetch_sub_explicit(&p->blocks_in_use, 1, memory_order_acq_rel) == 1)
-        pool_maybe_destroy(p);
+    }
+    if (ZFI_UNLIKELY(!r)) {
+        /* No record (out of memory): count the free against the pool under
+         * the table lock. */
+        pthread_mutex_lock(&table_mu);
+        p->gone_frees++;
+        p->gone_bytes_freed += block;
+        atomic_fetch_sub_explicit(&p->reserved, block, memory_order_relaxed);
+        pthread_mutex_unlock(&table_mu);
+    } else {
+        unreserve(p, r, block);
+        bump(&r->bytes_freed, block);
+        bump(&r->frees, 1);
+    }
+    /* The pool may be gone from here on, unless it is not orphaned. */
+    if (ZFI_UNLIKELY(atomic_load_explicit(&free_fence, memory_order_relaxed)))
+        atomic_thread_fence(memory_order_seq_cst);
+    else
+        atomic_signal_fence(memory_order_seq_cst);
+    if (ZFI_UNLIKELY(atomic_load_explicit(&slots[slot].orphaned, memory_order_relaxed)))
+        try_teardown(slot, gen);
 }
 
 zf_pool *zfi_pool_default(void)
@@ -650,3 +1250,82 @@ void zfi_pool_walk(zf_pool *p, void (*cb)(void *arg, const zf_data *d, size_t bl
             cb(arg, (const zf_data *)p->large[i].base, p->large[i].size);
     pthread_mutex_unlock(&p->large_mu);
 }
+
+/* ---- handles ---- */
+
+zfi_handle zfi_handle_of(const zf_data *d)
+{
+    if (d->kind == ZFI_KIND_SMALL) {
+        zf_pool *p = owner_pool(d);
+        return (zfi_handle)d->pool_slot << ZFI_HANDLE_SLOT_SHIFT | (block_index(p, d) + 1ull);
+    }
+    if (d->kind == ZFI_KIND_LARGE)
+        return (zfi_handle)d->pool_slot << ZFI_HANDLE_SLOT_SHIFT | ZFI_HANDLE_LARGE |
+               ((uint64_t)d->seg + 1);
+    return ZFI_HANDLE_LOCAL | (uint64_t)(uintptr_t)d;
+}
+
+zf_data *zfi_handle_data(zfi_handle h)
+{
+    if (h & ZFI_HANDLE_LOCAL)
+        return (zf_data *)(uintptr_t)(h & ~ZFI_HANDLE_LOCAL);
+    uint32_t slot = (uint32_t)(h >> ZFI_HANDLE_SLOT_SHIFT) & ((1u << ZFI_HANDLE_SLOT_BITS) - 1);
+    uint64_t idx = (h & ((1ull << ZFI_HANDLE_LARGE_BIT) - 1)) - 1;
+    zf_pool *p =
+        slot < MAX_POOLS ? atomic_load_explicit(&slots[slot].pool, memory_order_acquire) : NULL;
+    if (!p || idx + 1 == 0)
+        return NULL;
+    if (h & ZFI_HANDLE_LARGE) {
+        _Atomic(char *) *ls = large_slot(p, (size_t)idx, false);
+        return ls ? (zf_data *)atomic_load_explicit(ls, memory_order_acquire) : NULL;
+    }
+    if ((idx + 1) * ZFI_HDR_SIZE > p->arena_reserved)
+        return NULL;
+    return block_at(p, (uint32_t)idx);
+}
+
+/* ---- the debug quarantine, per pool ---- */
+
+#ifdef ZF_DEBUG_POISON
+zf_data *zfi_pool_quarantine(zf_data *d)
+{
+    zf_pool *p = owner_pool(d);
+    if (atomic_load_explicit(&slots[p->slot].orphaned, memory_order_relaxed))
+        return d; /* nobody will flush an orphaned pool's quarantine */
+    pthread_mutex_lock(&p->q_mu);
+    zf_data *evicted = p->q_ring[p->q_next];
+    p->q_ring[p->q_next] = d;
+    p->q_next = (p->q_next + 1) % ZFI_ARRAY_LEN(p->q_ring);
+    pthread_mutex_unlock(&p->q_mu);
+    return evicted;
+}
+
+void zfi_pool_quarantine_flush(zf_pool *p)
+{
+    if (!p)
+        return;
+    for (;;) {
+        zf_data *d = NULL;
+        pthread_mutex_lock(&p->q_mu);
+        for (size_t i = 0; i < ZFI_ARRAY_LEN(p->q_ring) && !d; i++)
+            if (p->q_ring[i]) {
+                d = p->q_ring[i];
+                p->q_ring[i] = NULL;
+            }
+        pthread_mutex_unlock(&p->q_mu);
+        if (!d)
+            return;
+        zfi_pool_free(d);
+    }
+}
+#else
+zf_data *zfi_pool_quarantine(zf_data *d)
+{
+    return d;
+}
+
+void zfi_pool_quarantine_flush(zf_pool *p)
+{
+    ZFI_UNUSED(p);
+}
+#endif

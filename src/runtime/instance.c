@@ -44,10 +44,10 @@ zf_err zf_runtime_create(const zf_runtime_options *opt, zf_runtime **out)
     rt->worker_name = zfi_strdup(opt && opt->worker ? opt->worker : "local");
     pthread_mutex_init(&rt->q_mu, NULL);
     pthread_mutex_init(&rt->mu, NULL);
-    pthread_cond_init(&rt->cv, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&rt->cv, &ca);
     pthread_cond_init(&rt->timer_cv, &ca);
     pthread_condattr_destroy(&ca);
     zf_err err = zfi_workers_start(rt);
@@ -516,7 +516,7 @@ zf_err zf_instance_stats_get(zf_instance *inst, zf_instance_stats **out)
         ns->callbacks = atomic_load(&n->callbacks);
         ns->errors = atomic_load(&n->errors);
         ns->alloc_failures = atomic_load(&n->alloc_failures);
-        ns->sent = atomic_load(&n->sent);
+        ns->sent = atomic_load(&n->sent) + atomic_load(&n->sent_x);
         ns->last_progress_ns = atomic_load(&n->last_progress_ns);
         ns->busy_ns = atomic_load(&n->busy_ns);
         ns->degraded_count = atomic_load(&n->degraded_count);

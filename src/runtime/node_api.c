@@ -24,9 +24,16 @@ static zf_err send(zf_node *n, unsigned port, zf_data **d, bool try_only, int64_
     }
     zfi_out *out = &n->out[port];
     zfi_data_check(*d, "zf_send");
-    if ((*d)->seq == 0 && zf_data_is_unique(*d))
-        (*d)->seq = ++out->seq;
     bool inside = zfi_current_node() == n;
+    /* Stamped when first sent (allocation reads no clock); numbered per
+     * port. Only a unique capsule's header may be written. */
+    zf_data *c = *d;
+    if ((c->seq == 0 || c->ts == 0) && zf_data_is_unique(c)) {
+        if (c->seq == 0)
+            c->seq = ++out->seq;
+        if (c->ts == 0)
+            c->ts = zf_clock_ns();
+    }
     if (try_only) {
         for (size_t i = 0; i < out->n; i++)
             if (!zfi_link_has_room(out->links[i]))
@@ -45,9 +52,9 @@ static zf_err send(zf_node *n, unsigned port, zf_data **d, bool try_only, int64_
         zf_err e;
         if (inside || try_only) {
             bool park = false;
-            e = zfi_link_push_nowait(out->links[i], &one, &park);
+            e = zfi_link_push_nowait(out->links[i], &one, inside, &park);
             if (park) {
-                if (!atomic_load(&n->parked))
+                if (!atomic_load_explicit(&n->parked, memory_order_relaxed))
                     n->parked_on = out->links[i];
                 atomic_store(&n->parked, true);
             }
@@ -60,8 +67,14 @@ static zf_err send(zf_node *n, unsigned port, zf_data **d, bool try_only, int64_
     *d = NULL;
     ctx->held = held;
     zfi_held(-1);
-    if (first == ZF_OK)
-        atomic_fetch_add_explicit(&n->sent, 1, memory_order_relaxed);
+    if (first == ZF_OK) {
+        /* one writer each: the node's callbacks (an actor), or any other
+         * thread (an atomic add) */
+        if (inside)
+            zfi_counter_add(&n->sent, 1);
+        else
+            atomic_fetch_add_explicit(&n->sent_x, 1, memory_order_relaxed);
+    }
     return first;
 }
 
@@ -93,8 +106,7 @@ zf_err zf_data_alloc(zf_node *n, size_t len, zf_data **out)
     if (e == ZF_ENOMEM)
         atomic_fetch_add_explicit(&n->alloc_failures, 1, memory_order_relaxed);
     else if (e == ZF_OK)
-        atomic_store_explicit(&(*out)->owner, (uint32_t)((n->index + 1) << 8),
-                              memory_order_relaxed);
+        atomic_store_explicit(&(*out)->owner, zfi_owner_pack(n->index, -1), memory_order_relaxed);
     return e;
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/capsule.h"
 #include "core/common.h"
+#include "core/futex.h"
 #include "core/link.h"
 #include "graph/flow.h"
 
@@ -22,9 +23,10 @@ enum zfi_sched { ZFI_IDLE = 0, ZFI_QUEUED = 1, ZFI_RUNNING = 2, ZFI_RUNNING_NOTI
 
 #define ZFI_DEFAULT_HANG_TIMEOUT_NS 1000000000LL
 /* A scheduling step runs a node for up to ZFI_BATCH callbacks; an operator
- * or sink takes its input capsules in one pop of up to ZFI_BATCH capsules
- * and ZFI_BATCH_BYTES bytes (at least one: large frames go one by one, so
- * a node never holds more than one undelivered frame). */
+ * or sink takes its input capsules one at a time from its links (each take
+ * is one claim on the lock-free ring, so nothing is ever taken and not
+ * delivered), until ZFI_BATCH capsules or ZFI_BATCH_BYTES bytes (large
+ * frames go one per step). */
 #define ZFI_BATCH       32
 #define ZFI_BATCH_BYTES 65536u
 
@@ -75,14 +77,7 @@ struct zf_node {
      * possibly with ZFI_CB_HUNG or ZFI_CB_ABANDONED set. The start time
      * names the callback, so a compare-and-swap acts on that one only. */
     _Atomic uint64_t cb_word;
-    zf_data *cb_capsule; /* the capsule the running on_input holds */
-    /* The capsules a step popped from input batch_port and has not yet
-     * delivered: batch[batch_next..batch_end). The running worker's, or,
-     * once the node is abandoned, the stopper's (zfi_node_abandon puts them
-     * back in their link). */
-    zf_data *batch[ZFI_BATCH];
-    _Atomic uint32_t batch_next, batch_end; /* read by the stop report too */
-    uint32_t batch_port;
+    zf_data *cb_capsule;   /* the capsule the running on_input holds */
     uint64_t last_start;   /* the previous callback's cb_word (worker only) */
     uint32_t timing_tick;  /* every BUSY_SAMPLE-th callback is timed precisely */
     atomic_llong held;     /* references node code took and did not drop */
@@ -102,6 +97,7 @@ struct zf_node {
     /* counters */
     atomic_uint_fast64_t callbacks, errors, alloc_failures, sent, last_progress_ns, busy_ns,
         degraded_count;
+    atomic_uint_fast64_t sent_x; /* sent from threads the runtime does not own */
 
     int64_t hang_timeout_ns, send_timeout_ns, error_window_ns;
     uint32_t max_errors;
@@ -150,8 +146,7 @@ struct zf_runtime {
     pthread_mutex_t q_mu;
     zf_node **q;
     size_t q_head, q_len, q_cap;
-    _Atomic uint32_t q_seq; /* futex word */
-    atomic_uint q_sleepers;
+    zfi_evc q_evc;            /* idle workers sleep here */
     atomic_size_t q_count;    /* published length */
     atomic_uint idle_workers; /* workers looking for work (spinning or asleep) */
     /* Each worker's "run next" slot (sched.c), stealable by idle workers. */
@@ -161,7 +156,7 @@ struct zf_runtime {
 
     /* workers */
     pthread_mutex_t mu;
-    pthread_cond_t cv;
+    pthread_cond_t cv;       /* CLOCK_MONOTONIC; a worker exited */
     unsigned live_workers;   /* threads running worker_main */
     unsigned active_workers; /* live minus those stuck in a hung node */
     unsigned stuck_workers;  /* in abandoned nodes: never come back */

@@ -12,12 +12,12 @@
  * - Idle workers spin briefly on the queue, then sleep on a futex. */
 #include "runtime/runtime.h"
 
+#include "graph/loader.h" /* ZFI_MAX_PORTS */
+
 #include <errno.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define SPIN_NS        30000u
@@ -35,22 +35,14 @@ static ZFI_TLS zf_runtime *tls_rt;
 static ZFI_TLS int tls_slot = -1;
 #define MAX_NEXT_RUNS 32
 
+_Static_assert(ZFI_MAX_PORTS + 1 < (1u << ZFI_OWNER_PORT_BITS), "a port fits the owner word");
+
 zf_node *zfi_current_node(void)
 {
     return tls_node;
 }
 
 /* ---- run queue ---- */
-
-static void futex_wait(_Atomic uint32_t *addr, uint32_t val)
-{
-    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
-}
-
-static void futex_wake(_Atomic uint32_t *addr, int n)
-{
-    syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
-}
 
 static void runq_push(zf_runtime *rt, zf_node *n)
 {
@@ -71,10 +63,7 @@ static void runq_push(zf_runtime *rt, zf_node *n)
     rt->q_len++;
     atomic_store_explicit(&rt->q_count, rt->q_len, memory_order_release);
     pthread_mutex_unlock(&rt->q_mu);
-    if (atomic_load(&rt->q_sleepers)) {
-        atomic_fetch_add(&rt->q_seq, 1);
-        futex_wake(&rt->q_seq, 1);
-    }
+    zfi_evc_notify_one(&rt->q_evc);
 }
 
 static zf_node *runq_try_pop(zf_runtime *rt)
@@ -141,26 +130,22 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
             else if (now - t0 > SPIN_NS)
                 break;
         }
-#if defined(__x86_64__)
-        __builtin_ia32_pause();
-#endif
+        zfi_cpu_relax();
     }
     for (;;) {
-        uint32_t seq = atomic_load(&rt->q_seq);
-        atomic_fetch_add(&rt->q_sleepers, 1);
+        uint32_t key = zfi_evc_prepare(&rt->q_evc);
         zf_node *n = runq_try_pop(rt);
         if (!n)
             n = steal(rt);
         if (n) {
-            atomic_fetch_sub(&rt->q_sleepers, 1);
+            zfi_evc_cancel(&rt->q_evc);
             return n;
         }
         if (runtime_shutdown(rt)) {
-            atomic_fetch_sub(&rt->q_sleepers, 1);
+            zfi_evc_cancel(&rt->q_evc);
             return NULL;
         }
-        futex_wait(&rt->q_seq, seq);
-        atomic_fetch_sub(&rt->q_sleepers, 1);
+        zfi_evc_wait(&rt->q_evc, key, -1);
     }
 }
 
@@ -188,14 +173,18 @@ void zfi_node_notify(zf_node *n)
                 return;
             zf_runtime *rt = n->inst->rt;
             if (tls_rt == rt && tls_slot >= 0) {
-                zf_node *old = atomic_exchange(&rt->slots[tls_slot], n);
+                /* Only this worker puts a node in its slot (others only
+                 * take): an empty slot is filled with a plain store. */
+                _Atomic(zf_node *) *slot = &rt->slots[tls_slot];
+                zf_node *old = atomic_load_explicit(slot, memory_order_relaxed);
+                if (old)
+                    old = atomic_exchange(slot, n);
+                else
+                    atomic_store_explicit(slot, n, memory_order_release);
                 if (old)
                     runq_push(rt, old);
-                else if (atomic_load(&rt->q_sleepers)) {
-                    /* A sleeping worker may take it if this one stays busy. */
-                    atomic_fetch_add(&rt->q_seq, 1);
-                    futex_wake(&rt->q_seq, 1);
-                }
+                else /* a sleeping worker may take it if this one stays busy */
+                    zfi_evc_notify_one(&rt->q_evc);
                 return;
             }
             runq_push(rt, n);
@@ -333,7 +322,8 @@ static enum step_result step_source(zf_node *n, bool *more)
             return STEP_OK;
         if (periodic && !atomic_exchange(&n->ticks, 0))
             return STEP_OK;
-        uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed);
+        uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed) +
+                        atomic_load_explicit(&n->sent_x, memory_order_relaxed);
         enum step_result r = call(n, 0, NULL, &now);
         if (r != STEP_OK)
             return r;
@@ -346,7 +336,9 @@ static enum step_result step_source(zf_node *n, bool *more)
                 return STEP_OK;
             continue;
         }
-        if (atomic_load_explicit(&n->sent, memory_order_relaxed) == sent) {
+        if (atomic_load_explicit(&n->sent, memory_order_relaxed) +
+                atomic_load_explicit(&n->sent_x, memory_order_relaxed) ==
+            sent) {
             /* A free-running source that had nothing to send: call it
              * again after a backoff (100 us doubling to 10 ms) rather than
              * spin. */
@@ -365,82 +357,63 @@ static enum step_result step_source(zf_node *n, bool *more)
     return STEP_OK;
 }
 
-static void batch_clear(zf_node *n)
-{
-    atomic_store_explicit(&n->batch_next, 0, memory_order_relaxed);
-    atomic_store_explicit(&n->batch_end, 0, memory_order_relaxed);
-}
-
-/* Deliver up to ZFI_BATCH capsules, taken from an input in one pop (one
- * lock round trip for many small capsules) into n->batch. Those a stop or a
- * park leaves undelivered go back to the head of their link, in order; if
- * the node is abandoned inside a callback, the stopper puts them back. */
+/* Deliver up to ZFI_BATCH capsules (and ZFI_BATCH_BYTES bytes, at least
+ * one), taking them one at a time round robin over the inputs: a take is
+ * one claim on the lock-free ring, so a step never holds capsules it has
+ * not delivered, and a stop or a park between two callbacks leaves the
+ * rest in the link, in order, where the breaker and the stop reach it. */
 static enum step_result step_consumer(zf_node *n, bool *more)
 {
     uint64_t now = 0; /* coarse clock, shared by consecutive callbacks */
-    int k = 0;
-    while (k < ZFI_BATCH && !atomic_load(&n->parked)) {
-        size_t port = 0, got = 0;
+    uint64_t bytes = 0;
+    for (int k = 0; k < ZFI_BATCH && bytes < ZFI_BATCH_BYTES; k++) {
+        if (atomic_load_explicit(&n->parked, memory_order_relaxed) ||
+            atomic_load_explicit(&n->inst->halted, memory_order_relaxed))
+            break;
+        zf_data *d = NULL;
+        size_t port = 0;
         bool all_eos = true;
         for (size_t j = 0; j < n->n_in; j++) {
             port = (n->rr + j) % n->n_in;
             bool eos = false;
-            got = zfi_link_pop_batch(n->in[port], n->batch, (size_t)(ZFI_BATCH - k),
-                                     ZFI_BATCH_BYTES, &eos);
-            if (got)
+            d = zfi_link_take(n->in[port], &eos);
+            if (d)
                 break;
             all_eos = all_eos && eos;
         }
-        if (!got) {
+        if (!d) {
             if (all_eos)
                 finish_node(n);
             return STEP_OK;
         }
         n->rr = (unsigned)(port + 1);
-        n->batch_port = (uint32_t)port;
-        atomic_store_explicit(&n->batch_end, (uint32_t)got, memory_order_relaxed);
-        for (size_t i = 0; i < got; i++, k++) {
-            if (atomic_load(&n->inst->halted) || atomic_load(&n->parked)) {
-                /* stopping (no more callbacks), or parked on a full output */
-                zfi_link_unpop(n->in[port], n->batch + i, got - i);
-                break;
-            }
-            zf_data *d = n->batch[i];
-            atomic_store_explicit(&n->batch_next, (uint32_t)(i + 1), memory_order_relaxed);
-            zfi_link_delivered(n->in[port]);
-            atomic_store_explicit(&d->owner, (uint32_t)((n->index + 1) << 8 | (port + 1)),
-                                  memory_order_relaxed);
-            enum step_result r = call(n, (unsigned)port, &d, &now);
-            if (r == STEP_ABANDONED) {
-                /* The pool outlives an abandoned node: releasing is safe. */
-                zf_data_unref(d);
-                return STEP_ABANDONED;
-            }
-            if (d) {
-                zfi_data_check(d, "on_input");
-                atomic_store_explicit(&n->held,
-                                      atomic_load_explicit(&n->held, memory_order_relaxed) - 1,
-                                      memory_order_relaxed);
-                zf_data_unref(d); /* whatever the callback left in *d */
-            }
-            if (r == STEP_RETIRE) {
-                /* hung meanwhile: the rest waits in the link, where the
-                 * breaker and the stop can reach it */
-                zfi_link_unpop(n->in[port], n->batch + i + 1, got - i - 1);
-                batch_clear(n);
-                return STEP_RETIRE;
-            }
+        bytes += d->len;
+        atomic_store_explicit(&d->owner, zfi_owner_pack(n->index, (long)port),
+                              memory_order_relaxed);
+        enum step_result r = call(n, (unsigned)port, &d, &now);
+        if (r == STEP_ABANDONED) {
+            /* The pool outlives an abandoned node: releasing is safe. */
+            zf_data_unref(d);
+            return STEP_ABANDONED;
         }
-        batch_clear(n);
-        if (atomic_load(&n->inst->halted))
-            return STEP_OK;
+        if (d) {
+            zfi_data_check(d, "on_input");
+            atomic_store_explicit(&n->held,
+                                  atomic_load_explicit(&n->held, memory_order_relaxed) - 1,
+                                  memory_order_relaxed);
+            zf_data_unref(d); /* whatever the callback left in *d */
+        }
+        if (r == STEP_RETIRE)
+            return STEP_RETIRE; /* hung meanwhile: the rest waits in the link */
     }
     if (atomic_load(&n->parked)) {
         n->parked_since = zf_clock_ns();
         return STEP_OK;
     }
+    if (atomic_load(&n->inst->halted))
+        return STEP_OK;
     for (size_t j = 0; j < n->n_in && !*more; j++)
-        *more = zfi_link_depth(n->in[j]) > 0;
+        *more = zfi_link_ready(n->in[j]);
     return STEP_OK;
 }
 
@@ -579,15 +552,15 @@ void zfi_workers_stop(zf_runtime *rt)
     pthread_mutex_lock(&rt->mu);
     rt->shutdown = true;
     pthread_mutex_unlock(&rt->mu);
-    uint64_t deadline = zf_clock_ns() + 5000000000ull;
+    zfi_evc_notify(&rt->q_evc);
+    /* Every exiting worker broadcasts rt->cv; stuck ones never come back. */
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += 5;
     pthread_mutex_lock(&rt->mu);
-    while (rt->live_workers > rt->stuck_workers && zf_clock_ns() < deadline) {
-        pthread_mutex_unlock(&rt->mu);
-        atomic_fetch_add(&rt->q_seq, 1);
-        futex_wake(&rt->q_seq, INT_MAX);
-        usleep(1000);
-        pthread_mutex_lock(&rt->mu);
-    }
+    while (rt->live_workers > rt->stuck_workers &&
+           pthread_cond_timedwait(&rt->cv, &rt->mu, &dl) != ETIMEDOUT)
+        ;
     if (rt->live_workers > rt->stuck_workers)
         zfi_log(ZF_LOG_WARN, "sched", "%u worker threads did not stop",
                 rt->live_workers - rt->stuck_workers);
@@ -606,13 +579,6 @@ bool zfi_node_abandon(zf_node *n)
     while (w && !(w & ZFI_CB_ABANDONED)) {
         if (atomic_compare_exchange_weak(&n->cb_word, &w, w | ZFI_CB_ABANDONED)) {
             atomic_store(&n->abandoned, true);
-            /* Its worker will touch nothing more: the capsules its step had
-             * not delivered yet go back to their link (stop flushes it). */
-            uint32_t next = atomic_load_explicit(&n->batch_next, memory_order_relaxed);
-            uint32_t end = atomic_load_explicit(&n->batch_end, memory_order_relaxed);
-            if (next < end)
-                zfi_link_unpop(n->in[n->batch_port], n->batch + next, end - next);
-            batch_clear(n);
             zf_runtime *rt = n->inst->rt;
             pthread_mutex_lock(&rt->mu);
             rt->stuck_workers++;

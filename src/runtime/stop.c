@@ -36,12 +36,6 @@ static link_totals totals(zf_instance *inst)
         if (inst->flow->nodes[inst->flow->links[i].to].kind == ZF_SINK)
             t.to_sinks += s.dequeued; /* capsules delivered, not hops */
     }
-    /* taken from a link by a node's step, not yet delivered: still in flight */
-    for (size_t i = 0; i < inst->n_nodes; i++) {
-        uint32_t next = atomic_load_explicit(&inst->nodes[i]->batch_next, memory_order_relaxed);
-        uint32_t end = atomic_load_explicit(&inst->nodes[i]->batch_end, memory_order_relaxed);
-        t.depth += end > next ? end - next : 0;
-    }
     return t;
 }
 
@@ -182,16 +176,17 @@ static void describe_holders(zf_instance *inst, zf_stop_report *r)
     }
     holders *hs = &w.hs;
     for (size_t i = 0; i < hs->n; i++) {
-        uint32_t node = hs->h[i].owner >> 8, port = hs->h[i].owner & 0xff;
+        size_t node = zfi_owner_node(hs->h[i].owner);
+        long port = zfi_owner_port(hs->h[i].owner);
         zfi_buf_printf(&b, "%s%llu capsule(s), %llu bytes: ", b.len ? "; " : "",
                        (unsigned long long)hs->h[i].count, (unsigned long long)hs->h[i].bytes);
         if (node == 0 || node > inst->n_nodes) {
             zfi_buf_puts(&b, "allocated outside any node");
         } else {
             zf_node *n = inst->nodes[node - 1];
-            if (port && port <= n->n_in)
+            if (port >= 0 && (size_t)port < n->n_in)
                 zfi_buf_printf(&b, "last delivered to node '%s' (input '%s')", n->desc->id,
-                               n->decl->inputs[port - 1].name);
+                               n->decl->inputs[port].name);
             else
                 zfi_buf_printf(&b, "allocated by node '%s' and never sent", n->desc->id);
         }
@@ -242,7 +237,7 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     uint64_t t0 = zf_clock_ns();
     uint64_t deadline = t0 + (uint64_t)inst->drain_timeout_ns;
     atomic_store(&inst->sources_stopped, true);
-    zfi_quarantine_flush();
+    zfi_pool_quarantine_flush(inst->pool);
     zf_pool_stats ps;
     zf_pool_stats_get(inst->pool, &ps);
     r.pool_bytes_before = ps.bytes_in_use;
@@ -302,7 +297,7 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     after = totals(inst);
     r.dropped = after.dropped;
     r.dropped_in_drain = after.dropped - before.dropped;
-    zfi_quarantine_flush();
+    zfi_pool_quarantine_flush(inst->pool);
     zf_pool_stats_get(inst->pool, &ps);
     r.pool_bytes_after = ps.bytes_in_use;
     r.pool_high_water = ps.bytes_high_water;

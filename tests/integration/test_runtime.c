@@ -250,7 +250,9 @@ ZT_CASE(drop_oldest_link_sheds_and_stays_bounded)
     zf_flow_free(f);
     ZT_CHECK(r.dropped > 0);
     ZT_CHECK(in.high_water <= 8);
-    ZT_CHECK(p.bytes_high_water <= 32 * 128); /* two queues of 8, plus what nodes hold */
+    /* two queues of 8, plus what nodes hold, plus each worker's reservation
+     * slack (two 4 KiB steps for 128-byte blocks: docs/performance.md) */
+    ZT_CHECK(p.bytes_high_water <= 32 * 128 + 2 * 2 * 4096);
     ZT_EQ(r.bytes_leaked, 0);
     ZT_EQ(zt_summary(sum, "last_seq"), 3000); /* the newest survive */
     ZT_EQ(zt_summary(sum, "out_of_order"), 0);

@@ -22,7 +22,7 @@ static zf_pool *new_pool(uint64_t max)
 
 static uint64_t in_use(zf_pool *p)
 {
-    zfi_quarantine_flush();
+    zfi_pool_quarantine_flush(p);
     zf_pool_stats s;
     zf_pool_stats_get(p, &s);
     return s.bytes_in_use;
@@ -37,7 +37,7 @@ ZT_CASE(alloc_is_unique_and_writable)
     ZT_EQ(zf_data_len(d), 100);
     ZT_CHECK(zf_data_capacity(d) >= 100);
     ZT_CHECK(zf_data_is_unique(d));
-    ZT_CHECK(zf_data_timestamp(d) > 0);
+    ZT_EQ(zf_data_timestamp(d), 0); /* no clock read in allocation: stamped when sent */
     void *w = zf_data_mut(&d);
     ZT_CHECK(w == zf_data_ptr(d)); /* unique: the same buffer, no copy */
     memset(w, 0xab, 100);
@@ -86,7 +86,6 @@ ZT_CASE(wrap_calls_release_exactly_once)
     zf_data_unref(r1);
     ZT_EQ(atomic_load(&released), 0);
     zf_data_unref(r2);
-    zfi_quarantine_flush();
     ZT_EQ(atomic_load(&released), 1);
     zf_wrap_stats_get(&after);
     ZT_EQ(after.wrapped - before.wrapped, 1);
@@ -96,7 +95,6 @@ ZT_CASE(wrap_calls_release_exactly_once)
 static void *drop_on_other_thread(void *arg)
 {
     zf_data_unref(arg);
-    zfi_quarantine_flush();
     return NULL;
 }
 
@@ -200,6 +198,20 @@ ZT_CASE(metadata_setters_need_unique)
     ZT_OK(zf_pool_alloc(p, 8, &d));
     ZT_OK(zf_data_set_timestamp(d, 123));
     ZT_EQ(zf_data_timestamp(d), 123);
+    /* sending stamps only what has no stamp */
+    zf_link *l = NULL;
+    ZT_OK(zf_link_create(NULL, &l));
+    zf_data *u = NULL;
+    ZT_OK(zf_pool_alloc(p, 8, &u));
+    uint64_t t0 = zf_clock_ns();
+    ZT_OK(zf_link_push(l, &d, 0));
+    ZT_OK(zf_link_push(l, &u, 0));
+    ZT_OK(zf_link_try_pop(l, &d));
+    ZT_OK(zf_link_try_pop(l, &u));
+    ZT_EQ(zf_data_timestamp(d), 123);
+    ZT_CHECK(zf_data_timestamp(u) >= t0);
+    zf_data_unref(u);
+    zf_link_destroy(l);
     zf_data *r = zf_data_ref(d);
     ZT_EQ(zf_data_set_seq(d, 1), ZF_ESTATE);
     ZT_EQ(zf_data_set_len(d, 4), ZF_ESTATE);

@@ -29,6 +29,13 @@ static zf_link *mk(uint32_t cap, uint64_t max_bytes, zf_policy pol)
     return l;
 }
 
+static uint64_t depth(zf_link *l)
+{
+    zf_link_stats s;
+    zf_link_stats_get(l, &s);
+    return s.depth;
+}
+
 static void setup(void)
 {
     if (!pool)
@@ -37,7 +44,7 @@ static void setup(void)
 
 static uint64_t pool_in_use(void)
 {
-    zfi_quarantine_flush();
+    zfi_pool_quarantine_flush(pool);
     zf_pool_stats s;
     zf_pool_stats_get(pool, &s);
     return s.bytes_in_use;
@@ -262,19 +269,20 @@ ZT_CASE(nowait_push_parks_and_room_hook_fires)
     bool park = false;
     for (int i = 0; i < 3; i++) {
         zf_data *d = msg((uint64_t)i, 8);
-        ZT_OK(zfi_link_push_nowait(l, &d, &park));
+        ZT_OK(zfi_link_push_nowait(l, &d, true, &park));
     }
     ZT_CHECK(park); /* accepted beyond capacity, producer must park */
-    ZT_EQ(zfi_link_depth(l), 3);
+    ZT_EQ(depth(l), 3);
     ZT_EQ(atomic_load(&data_calls), 3);
     zf_data *o[4];
     bool eos;
-    ZT_EQ(zfi_link_pop_batch(l, o, 1, 0, &eos), 1);
+    ZT_CHECK((o[0] = zfi_link_take(l, &eos)) != NULL);
     ZT_EQ(atomic_load(&room_calls), 0); /* still at capacity */
-    ZT_EQ(zfi_link_pop_batch(l, o + 1, 1, 0, &eos), 1);
+    ZT_CHECK((o[1] = zfi_link_take(l, &eos)) != NULL);
     ZT_EQ(atomic_load(&room_calls), 1); /* under capacity: wake the producer */
-    ZT_EQ(zfi_link_pop_batch(l, o + 2, 4, 0, &eos), 1);
+    ZT_CHECK((o[2] = zfi_link_take(l, &eos)) != NULL);
     ZT_EQ(atomic_load(&room_calls), 1); /* once */
+    ZT_CHECK(zfi_link_take(l, &eos) == NULL);
     ZT_CHECK(!eos);
     for (int i = 0; i < 3; i++)
         zf_data_unref(o[i]);
@@ -290,19 +298,19 @@ ZT_CASE(breaker_sheds_load_even_on_block_links)
     bool park = false;
     for (int i = 0; i < 4; i++) {
         zf_data *d = msg((uint64_t)i, 8);
-        ZT_OK(zfi_link_push_nowait(l, &d, &park));
+        ZT_OK(zfi_link_push_nowait(l, &d, true, &park));
     }
-    ZT_EQ(zfi_link_depth(l), 4);
+    ZT_EQ(depth(l), 4);
     zfi_link_set_breaker(l, true);
-    ZT_EQ(zfi_link_depth(l), 2);        /* trimmed to capacity */
+    ZT_EQ(depth(l), 2);                 /* trimmed to capacity */
     ZT_EQ(atomic_load(&room_calls), 1); /* the parked producer resumes */
     for (int i = 4; i < 10; i++) {
         zf_data *d = msg((uint64_t)i, 8);
         park = false;
-        ZT_OK(zfi_link_push_nowait(l, &d, &park));
+        ZT_OK(zfi_link_push_nowait(l, &d, true, &park));
         ZT_CHECK(!park);
     }
-    ZT_EQ(zfi_link_depth(l), 2);
+    ZT_EQ(depth(l), 2);
     zf_data *o = NULL;
     ZT_OK(zf_link_try_pop(l, &o));
     ZT_EQ(zf_data_seq(o), 8); /* the newest survive */
@@ -315,43 +323,52 @@ ZT_CASE(breaker_sheds_load_even_on_block_links)
     ZT_EQ(pool_in_use(), 0);
 }
 
-/* The scheduler's batches: a pop takes up to max capsules but, past the
- * first, no more than max_bytes; what it does not deliver goes back to the
- * head of the link in order, even past capacity. */
-ZT_CASE(batch_pop_and_unpop_keep_order)
+/* A producer node's burst past capacity and past the ring itself (a
+ * callback that sends 1000 capsules into a link of 8): every capsule is
+ * accepted, kept in order, counted once, and the statistics balance. */
+ZT_CASE(burst_past_the_ring_keeps_order_and_counts)
 {
     setup();
     zf_link *l = mk(8, 0, ZF_POLICY_BLOCK);
-    for (int i = 0; i < 6; i++) {
-        zf_data *d = msg((uint64_t)i, 100);
-        ZT_OK(zf_link_try_push(l, &d));
+    bool park = false;
+    for (uint64_t i = 1; i <= 1000; i++) {
+        zf_data *d = msg(i, 100);
+        ZT_OK(zfi_link_push_nowait(l, &d, true, &park));
     }
-    zf_data *o[8];
-    bool eos;
-    ZT_EQ(zfi_link_pop_batch(l, o, 8, 250, &eos), 2);    /* 200 bytes fit, 300 do not */
-    ZT_EQ(zfi_link_pop_batch(l, o + 2, 8, 50, &eos), 1); /* always at least one */
-    ZT_EQ(zfi_link_pop_batch(l, o + 3, 2, 1 << 20, &eos), 2);
-    ZT_EQ(zf_data_seq(o[4]), 4);
-    ZT_EQ(zfi_link_depth(l), 1);
-    for (int i = 6; i < 13; i++) { /* refill to capacity */
-        zf_data *d = msg((uint64_t)i, 100);
-        ZT_OK(zf_link_try_push(l, &d));
-    }
-    zfi_link_unpop(l, o + 1, 4); /* 1..4 back in front: 12 queued, capacity 8 */
-    ZT_EQ(zfi_link_depth(l), 12);
-    zfi_link_delivered(l); /* only o[0] reached its consumer */
-    zf_data_unref(o[0]);
+    ZT_CHECK(park);
     zf_link_stats s;
     zf_link_stats_get(l, &s);
-    ZT_EQ(s.dequeued, 1);
-    ZT_EQ(s.high_water, 12);
-    ZT_EQ(s.bytes, 1200);
-    for (uint64_t want = 1; want < 13; want++) {
+    ZT_EQ(s.depth, 1000);
+    ZT_EQ(s.enqueued, 1000);
+    ZT_EQ(s.bytes, 100000);
+    ZT_EQ(s.high_water, 1000);
+    bool eos;
+    for (uint64_t want = 1; want <= 600; want++) {
+        zf_data *d = zfi_link_take(l, &eos);
+        ZT_CHECK(d != NULL);
+        ZT_EQ(zf_data_seq(d), want);
+        zf_data_unref(d);
+    }
+    /* more arrive while the burst drains: they queue behind it */
+    for (uint64_t i = 1001; i <= 1010; i++) {
+        zf_data *d = msg(i, 100);
+        ZT_OK(zfi_link_push_nowait(l, &d, true, &park));
+    }
+    for (uint64_t want = 601; want <= 1010; want++) {
         zf_data *d = NULL;
         ZT_OK(zf_link_try_pop(l, &d));
         ZT_EQ(zf_data_seq(d), want);
         zf_data_unref(d);
     }
+    zf_link_stats_get(l, &s);
+    ZT_EQ(s.depth, 0);
+    ZT_EQ(s.enqueued, 1010);
+    ZT_EQ(s.dequeued, 1010);
+    ZT_EQ(s.bytes, 0);
+    ZT_EQ(s.dropped, 0);
+    zf_link_close(l);
+    ZT_CHECK(zfi_link_take(l, &eos) == NULL);
+    ZT_CHECK(eos);
     zf_link_destroy(l);
     ZT_EQ(pool_in_use(), 0);
 }
@@ -361,4 +378,5 @@ ZT_MAIN(ZT_ENTRY(block_policy_at_capacity), ZT_ENTRY(drop_oldest_at_capacity),
         ZT_ENTRY(close_drains_then_reports_end), ZT_ENTRY(pop_times_out),
         ZT_ENTRY(blocking_push_waits_for_room), ZT_ENTRY(fan_out_adds_a_reference_per_receiver),
         ZT_ENTRY(nowait_push_parks_and_room_hook_fires),
-        ZT_ENTRY(breaker_sheds_load_even_on_block_links), ZT_ENTRY(batch_pop_and_unpop_keep_order))
+        ZT_ENTRY(breaker_sheds_load_even_on_block_links),
+        ZT_ENTRY(burst_past_the_ring_keeps_order_and_counts))

@@ -7,7 +7,7 @@
 
 static zf_pool_stats stats(zf_pool *p)
 {
-    zfi_quarantine_flush();
+    zfi_pool_quarantine_flush(p);
     zf_pool_stats s;
     zf_pool_stats_get(p, &s);
     return s;
@@ -105,7 +105,10 @@ ZT_CASE(high_water_and_counts)
         zf_data_unref(d[i]);
     s = stats(p);
     ZT_EQ(s.bytes_in_use, 0);
-    ZT_EQ(s.bytes_high_water, 10 * 1024);
+    /* The high water is the reservations': the real peak plus at most this
+     * thread's slack (a step of 32 such blocks; docs/performance.md). */
+    ZT_CHECK(s.bytes_high_water >= 10 * 1024);
+    ZT_CHECK(s.bytes_high_water <= 10 * 1024 + 32 * 1024);
     zf_pool_destroy(p);
 }
 
@@ -128,7 +131,7 @@ ZT_CASE(cap_yields_enomem_not_a_crash)
     ZT_EQ(zf_pool_alloc(p, 4u << 20, &big), ZF_ENOMEM);
     ZT_CHECK(big == NULL);
     zf_data_unref(held[0]);
-    zfi_quarantine_flush();
+    zfi_pool_quarantine_flush(p);
     ZT_OK(zf_pool_alloc(p, 60000, &held[0])); /* room again after a release */
     for (int i = 0; i < n; i++)
         zf_data_unref(held[i]);
@@ -146,7 +149,6 @@ ZT_CASE(pool_outlives_destroy_while_capsules_live)
     zf_pool_destroy(p); /* orphaned: unmapped with the last capsule */
     ZT_EQ(((const char *)zf_data_ptr(d))[4999], 3);
     zf_data_unref(d);
-    zfi_quarantine_flush();
 }
 
 ZT_CASE(many_pools)

@@ -163,7 +163,7 @@ ZT_CASE(random_operations_release_everything_exactly_once)
         pthread_join(c[i], NULL);
     for (int i = 0; i < LINKS; i++)
         zf_link_destroy(links[i]);
-    zfi_quarantine_flush();
+    zfi_pool_quarantine_flush(pool);
 
     ZT_CHECK(atomic_load(&ops) >= target_ops);
     int wraps = atomic_load(&next_wrap);

@@ -1,0 +1,131 @@
+/* The waiting primitives, in one place: the futex calls, a CPU pause for
+ * spin loops (x86 and aarch64), and an eventcount.
+ *
+ * An eventcount lets a thread sleep until some condition that other
+ * threads make true, without a lock around the condition and without a
+ * lost wake-up:
+ *
+ *     waiter                                 notifier
+ *     key = zfi_evc_prepare(&e);             make the condition true;
+ *     if (condition) zfi_evc_cancel(&e);     zfi_evc_notify(&e);
+ *     else zfi_evc_wait(&e, key, timeout);
+ *
+ * prepare announces the waiter (a sequentially consistent increment) and
+ * the waiter re-checks with seq_cst loads; the notifier makes the condition
+ * true with a seq_cst store or read-modify-write, then reads the waiter
+ * count (seq_cst: no fence). It bumps the
+ * sequence and wakes only when someone waits, so a notifier with nobody
+ * asleep pays one load. Either the waiter's re-check sees the condition,
+ * or the notifier sees the waiter and changes the sequence the waiter
+ * sleeps on (FUTEX_WAIT returns at once when it differs).
+ *
+ * `shared` eventcounts (zfi_evc_init_shared) live in memory that several
+ * processes map: their futex calls are not process-private. */
+#ifndef ZFI_FUTEX_H
+#define ZFI_FUTEX_H
+
+#include <limits.h>
+#include <linux/futex.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline void zfi_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* Sleep while *addr == val, at most timeout_ns (< 0: no limit). Returns
+ * early on a wake, a signal, or a changed value (the caller re-checks). */
+static inline void zfi_futex_wait(_Atomic uint32_t *addr, uint32_t val, int64_t timeout_ns,
+                                  bool shared)
+{
+    struct timespec ts, *tp = NULL;
+    if (timeout_ns >= 0) {
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000);
+        tp = &ts;
+    }
+    syscall(SYS_futex, (uint32_t *)addr, shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, val, tp, NULL,
+            0);
+}
+
+/* Wake up to n sleepers on addr. */
+static inline void zfi_futex_wake(_Atomic uint32_t *addr, int n, bool shared)
+{
+    syscall(SYS_futex, (uint32_t *)addr, shared ? FUTEX_WAKE : FUTEX_WAKE_PRIVATE, n, NULL, NULL,
+            0);
+}
+
+typedef struct zfi_evc {
+    _Atomic uint32_t seq;     /* the futex word */
+    _Atomic uint32_t waiters; /* threads between prepare and wait's end */
+    bool shared;
+} zfi_evc;
+
+static inline void zfi_evc_init(zfi_evc *e)
+{
+    atomic_init(&e->seq, 0);
+    atomic_init(&e->waiters, 0);
+    e->shared = false;
+}
+
+static inline void zfi_evc_init_shared(zfi_evc *e)
+{
+    zfi_evc_init(e);
+    e->shared = true;
+}
+
+/* Announce a waiter; returns the key to wait on. Follow with exactly one of
+ * zfi_evc_wait or zfi_evc_cancel. */
+static inline uint32_t zfi_evc_prepare(zfi_evc *e)
+{
+    uint32_t key = atomic_load_explicit(&e->seq, memory_order_acquire);
+    atomic_fetch_add_explicit(&e->waiters, 1, memory_order_seq_cst);
+    return key;
+}
+
+static inline void zfi_evc_cancel(zfi_evc *e)
+{
+    atomic_fetch_sub_explicit(&e->waiters, 1, memory_order_relaxed);
+}
+
+/* Sleep until a notify after `key`, or the timeout (< 0: none). The caller
+ * re-checks its condition after it returns. */
+static inline void zfi_evc_wait(zfi_evc *e, uint32_t key, int64_t timeout_ns)
+{
+    if (atomic_load_explicit(&e->seq, memory_order_acquire) == key)
+        zfi_futex_wait(&e->seq, key, timeout_ns, e->shared);
+    atomic_fetch_sub_explicit(&e->waiters, 1, memory_order_relaxed);
+}
+
+/* Wake every waiter, if there is one. Call after making the condition
+ * true with a sequentially consistent store or read-modify-write (that and
+ * this seq_cst load pair with prepare's increment and the waiter's
+ * re-check: no fence needed, and on x86 the load is a plain move). */
+static inline void zfi_evc_notify(zfi_evc *e)
+{
+    if (atomic_load_explicit(&e->waiters, memory_order_seq_cst)) {
+        atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
+        zfi_futex_wake(&e->seq, INT_MAX, e->shared);
+    }
+}
+
+/* As zfi_evc_notify, waking one waiter (for queues whose waiters are
+ * interchangeable). */
+static inline void zfi_evc_notify_one(zfi_evc *e)
+{
+    if (atomic_load_explicit(&e->waiters, memory_order_seq_cst)) {
+        atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
+        zfi_futex_wake(&e->seq, 1, e->shared);
+    }
+}
+
+#endif
