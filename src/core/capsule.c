@@ -52,13 +52,11 @@ void zf_wrap_stats_get(zf_wrap_stats *out)
 
 /* ---- checks ---- */
 
-void zfi_data_check(const zf_data *d, const char *where)
+void zfi_data_check_fail(const zf_data *d, const char *where)
 {
     if (!d)
         zfi_fatal("capsule", "%s: NULL capsule", where);
     uint32_t m = atomic_load_explicit(&((zf_data *)d)->magic, memory_order_relaxed);
-    if (ZFI_LIKELY(m == ZFI_MAGIC_LIVE))
-        return;
     if (m == ZFI_MAGIC_DEAD)
         zfi_fatal("capsule",
                   "%s: capsule %p (len %llu, seq %llu) used after its last zf_data_unref; take a "

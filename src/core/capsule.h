@@ -67,7 +67,14 @@ static inline void zfi_held(long long delta);
 zfi_ctx *zfi_ctx_get(void);
 
 /* Abort with a clear message if d is not a live capsule. */
-void zfi_data_check(const zf_data *d, const char *where);
+_Noreturn void zfi_data_check_fail(const zf_data *d, const char *where)
+    __attribute__((cold));
+static inline void zfi_data_check(const zf_data *d, const char *where)
+{
+    if (ZFI_UNLIKELY(!d || atomic_load_explicit(&((zf_data *)d)->magic, memory_order_relaxed) !=
+                               ZFI_MAGIC_LIVE))
+        zfi_data_check_fail(d, where);
+}
 
 /* The debug quarantine (ZF_DEBUG_POISON builds keep a pool's freed small
  * capsules poisoned for a while, per pool): zfi_pool_quarantine takes d and
@@ -105,11 +112,52 @@ typedef uint64_t zfi_handle;
 #define ZFI_HANDLE_LARGE_BIT  47
 #define ZFI_HANDLE_LARGE      (1ull << ZFI_HANDLE_LARGE_BIT)
 
+/* The pool table (pool.c): a slot per live pool, never freed, so a slot
+ * may be read after its pool is gone. `arena` is the pool's small-block
+ * arena, for turning handles into addresses without a call. */
+#define ZFI_MAX_POOLS 4096u
+typedef struct zfi_pool_slot {
+    _Atomic(zf_pool *) pool;
+    _Atomic(char *) arena;
+    _Atomic uint64_t arena_bytes;
+    _Atomic uint32_t gen;
+    _Atomic uint32_t orphaned;
+} zfi_pool_slot;
+extern zfi_pool_slot zfi_pool_slots[ZFI_MAX_POOLS];
+
+zfi_handle zfi_handle_of_slow(const zf_data *d);
+zf_data *zfi_handle_data_slow(zfi_handle h);
+
 /* The handle of a live capsule (the reference is not moved). */
-zfi_handle zfi_handle_of(const zf_data *d);
+static inline zfi_handle zfi_handle_of(const zf_data *d)
+{
+    if (ZFI_LIKELY(d->kind == ZFI_KIND_SMALL)) {
+        const char *arena =
+            atomic_load_explicit(&zfi_pool_slots[d->pool_slot].arena, memory_order_relaxed);
+        return (zfi_handle)d->pool_slot << ZFI_HANDLE_SLOT_SHIFT |
+               ((uint64_t)((const char *)d - arena) / ZFI_HDR_SIZE + 1);
+    }
+    return zfi_handle_of_slow(d);
+}
+
 /* The capsule a handle names, or NULL when it names no pool or block of
  * this process (a handle from a ring is checked before use). */
-zf_data *zfi_handle_data(zfi_handle h);
+static inline zf_data *zfi_handle_data(zfi_handle h)
+{
+    if (ZFI_LIKELY(!(h & (ZFI_HANDLE_LOCAL | ZFI_HANDLE_LARGE)))) {
+        uint32_t slot = (uint32_t)(h >> ZFI_HANDLE_SLOT_SHIFT);
+        uint64_t idx = h & (ZFI_HANDLE_LARGE - 1);
+        if (slot >= ZFI_MAX_POOLS || idx == 0)
+            return NULL;
+        char *arena = atomic_load_explicit(&zfi_pool_slots[slot].arena, memory_order_acquire);
+        uint64_t bytes =
+            atomic_load_explicit(&zfi_pool_slots[slot].arena_bytes, memory_order_relaxed);
+        if (!arena || idx * ZFI_HDR_SIZE > bytes)
+            return NULL;
+        return (zf_data *)(arena + (idx - 1) * ZFI_HDR_SIZE);
+    }
+    return zfi_handle_data_slow(h);
+}
 
 /* ---- the last holder of a capsule, for leak reports ----
  * (node index + 1) and (input port + 1; 0: none), packed in one word. */

@@ -16,6 +16,22 @@
 #define ZFI_LIKELY(x)    __builtin_expect(!!(x), 1)
 #define ZFI_UNLIKELY(x)  __builtin_expect(!!(x), 0)
 #define ZFI_CACHELINE    64
+
+/* Prefetch a line to write it (x86 PREFETCHW: the line comes exclusive at
+ * once, not shared and then upgraded; older CPUs decode it as a NOP), or to
+ * read it. Hints only: any address is safe. */
+static inline void zfi_prefetch_w(const void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ __volatile__("prefetchw %0" ::"m"(*(const char *)p));
+#else
+    __builtin_prefetch(p, 1, 3);
+#endif
+}
+static inline void zfi_prefetch_r(const void *p)
+{
+    __builtin_prefetch(p, 0, 3);
+}
 /* Thread-locals on the hot path: the initial-exec model (libzflow is
  * loaded with the program, never dlopen'ed late) reads them at a fixed
  * offset from the thread pointer, without a call to __tls_get_addr. */

@@ -69,29 +69,33 @@ struct zf_link {
     zfi_link_hook on_data, on_room;
     void *data_arg, *room_arg;
 
-    /* The producers' line. */
+    /* The producers' line: written by producers only. */
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t tail;
     _Atomic uint64_t head_seen; /* producers' view of head (a cache) */
     _Atomic uint64_t high_water;
-    _Atomic uint64_t bytes_in; /* by the producer node (plain stores) */
+    _Atomic uint64_t bytes_in;   /* by the producer node (plain stores) */
+    _Atomic uint64_t bytes_in_x; /* by other producers (atomic adds) */
     uint32_t hw_tick;
 
-    /* The consumers' line. */
+    /* The consumers' line: written by consumers only. */
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t head;
-    _Atomic uint64_t delivered; /* by the consumer node (plain stores) */
-    _Atomic uint64_t bytes_out; /* by the consumer node (plain stores) */
+    _Atomic uint64_t delivered;   /* by the consumer node (plain stores) */
+    _Atomic uint64_t bytes_out;   /* by the consumer node (plain stores) */
+    _Atomic uint64_t popped;      /* public pops (atomic adds) */
+    _Atomic uint64_t bytes_out_x; /* by other consumers (atomic adds) */
 
-    /* The rare parties' line: flags, atomic counters, waiters. */
+    /* The rare parties' line: read on every push and take, written only
+     * by what is rare (close, breaker, parking, bursts, waiters). */
     _Alignas(ZFI_CACHELINE) _Atomic uint32_t closed;
     _Atomic uint32_t breaker;
     _Atomic uint32_t room_wanted; /* a producer node is parked until room */
     _Atomic uint32_t spill_n;     /* capsules in the spill list */
-    _Atomic uint64_t dropped;
-    _Atomic uint64_t popped; /* public pops (zf_link_pop) */
-    _Atomic uint64_t bytes_in_x, bytes_out_x;
+    zfi_evc data_evc, room_evc;
+
+    /* Written on drops, bursts and blocking only. */
+    _Alignas(ZFI_CACHELINE) _Atomic uint64_t dropped;
     _Atomic uint64_t spilled; /* enqueued through the spill list, less moved back */
     atomic_uint_fast64_t blocked_ns;
-    zfi_evc data_evc, room_evc;
 
     pthread_mutex_t spill_mu;
     zfi_handle *spill;
@@ -197,6 +201,9 @@ static bool ring_put(zf_link *l, zfi_handle h)
     uint64_t pos = atomic_load_explicit(&l->tail, memory_order_relaxed);
     for (;;) {
         cell *c = &l->cells[pos & l->mask];
+        /* The cell's line was last written by the consumer (it freed the
+         * cell): ask for it writable at once, not read then upgraded. */
+        zfi_prefetch_w(c);
         uint64_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
         int64_t dif = (int64_t)(seq - pos);
         if (dif == 0) {
@@ -575,12 +582,15 @@ zf_err zf_link_pop(zf_link *l, zf_data **out, int64_t timeout_ns)
         return zfi_error(ZF_EINVAL, "zf_link_pop: NULL argument");
     *out = NULL;
     uint64_t t0 = zf_clock_ns();
-    /* Spin: a busy consumer gets the next message without a syscall. */
+    /* Spin on the head cell (one line, read-shared until the producer
+     * publishes): a busy consumer gets the next message without a syscall. */
     for (unsigned i = 0;; i++) {
-        zf_err e = zf_link_try_pop(l, out);
-        if (e != ZF_EAGAIN)
-            return e;
-        if ((i & 63) == 63) {
+        if (zfi_link_ready(l) || atomic_load_explicit(&l->closed, memory_order_relaxed)) {
+            zf_err e = zf_link_try_pop(l, out);
+            if (e != ZF_EAGAIN)
+                return e;
+        }
+        if ((i & 255) == 255) {
             uint64_t spent = zf_clock_ns() - t0;
             if (spent > SPIN_NS || (timeout_ns >= 0 && (int64_t)spent >= timeout_ns))
                 break;

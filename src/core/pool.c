@@ -53,7 +53,7 @@
 #define MIN_BLOCK_SHIFT 7u            /* 128 B = 64 B header + 64 B payload */
 #define SMALL_MAX_BLOCK (1u << 20)    /* larger blocks get their own segment */
 #define CARVE_BYTES     (64u * 1024u) /* blocks carved per refill, at most */
-#define MAX_POOLS       4096u
+#define MAX_POOLS       ZFI_MAX_POOLS
 #define DEFAULT_SEGMENT (4u << 20)
 #define MAX_SEGMENT     (64u << 20)
 #define DEFAULT_RESERVE (8ull << 30) /* address space, not memory */
@@ -151,15 +151,9 @@ struct zf_pool {
 #endif
 };
 
-/* The pool table: a slot per live pool. Slots are never freed, so a thread
- * may read one after the pool it named is gone. */
-typedef struct pool_slot {
-    _Atomic(zf_pool *) pool;
-    _Atomic uint32_t gen;
-    _Atomic uint32_t orphaned;
-} pool_slot;
-
-static pool_slot slots[MAX_POOLS];
+/* The pool table (core/capsule.h). */
+zfi_pool_slot zfi_pool_slots[ZFI_MAX_POOLS];
+#define slots zfi_pool_slots
 static pthread_mutex_t table_mu = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t next_gen = 1; /* table_mu */
 
@@ -944,6 +938,8 @@ zf_err zf_pool_create(const zf_pool_config *cfg, zf_pool **out)
         p->gen = next_gen++;
         atomic_store_explicit(&slots[slot].gen, p->gen, memory_order_relaxed);
         atomic_store_explicit(&slots[slot].orphaned, 0, memory_order_relaxed);
+        atomic_store_explicit(&slots[slot].arena_bytes, p->arena_reserved, memory_order_relaxed);
+        atomic_store_explicit(&slots[slot].arena, p->arena, memory_order_release);
         atomic_store_explicit(&slots[slot].pool, p, memory_order_release);
     }
     pthread_mutex_unlock(&table_mu);
@@ -981,6 +977,8 @@ static uint64_t live_locked(const zf_pool *p, zf_pool_stats *s)
 static void pool_free_locked(zf_pool *p)
 {
     atomic_store_explicit(&slots[p->slot].pool, NULL, memory_order_relaxed);
+    atomic_store_explicit(&slots[p->slot].arena, NULL, memory_order_relaxed);
+    atomic_store_explicit(&slots[p->slot].arena_bytes, 0, memory_order_relaxed);
     atomic_store_explicit(&slots[p->slot].gen, 0, memory_order_relaxed);
     atomic_store_explicit(&slots[p->slot].orphaned, 0, memory_order_relaxed);
     /* Records of other threads stay theirs (they see the generation
@@ -1102,6 +1100,10 @@ zf_err zf_pool_alloc(zf_pool *p, size_t len, zf_data **out)
             m = r->loaded[c];
         }
         d = block_at(p, m->blk[--m->count]);
+        /* The next block's header was last written by whoever freed it:
+         * fetch it writable now, while this one travels. */
+        if (ZFI_LIKELY(m->count))
+            zfi_prefetch_w(block_at(p, m->blk[m->count - 1]));
         d->kind = ZFI_KIND_SMALL;
         d->cls = (uint8_t)c;
         d->cap = block - ZFI_HDR_SIZE;
@@ -1253,35 +1255,30 @@ void zfi_pool_walk(zf_pool *p, void (*cb)(void *arg, const zf_data *d, size_t bl
 
 /* ---- handles ---- */
 
-zfi_handle zfi_handle_of(const zf_data *d)
+zfi_handle zfi_handle_of_slow(const zf_data *d)
 {
-    if (d->kind == ZFI_KIND_SMALL) {
-        zf_pool *p = owner_pool(d);
-        return (zfi_handle)d->pool_slot << ZFI_HANDLE_SLOT_SHIFT | (block_index(p, d) + 1ull);
-    }
+    if (d->kind == ZFI_KIND_SMALL)
+        return zfi_handle_of(d);
     if (d->kind == ZFI_KIND_LARGE)
         return (zfi_handle)d->pool_slot << ZFI_HANDLE_SLOT_SHIFT | ZFI_HANDLE_LARGE |
                ((uint64_t)d->seg + 1);
     return ZFI_HANDLE_LOCAL | (uint64_t)(uintptr_t)d;
 }
 
-zf_data *zfi_handle_data(zfi_handle h)
+zf_data *zfi_handle_data_slow(zfi_handle h)
 {
     if (h & ZFI_HANDLE_LOCAL)
         return (zf_data *)(uintptr_t)(h & ~ZFI_HANDLE_LOCAL);
-    uint32_t slot = (uint32_t)(h >> ZFI_HANDLE_SLOT_SHIFT) & ((1u << ZFI_HANDLE_SLOT_BITS) - 1);
-    uint64_t idx = (h & ((1ull << ZFI_HANDLE_LARGE_BIT) - 1)) - 1;
-    zf_pool *p =
-        slot < MAX_POOLS ? atomic_load_explicit(&slots[slot].pool, memory_order_acquire) : NULL;
-    if (!p || idx + 1 == 0)
+    if (!(h & ZFI_HANDLE_LARGE))
+        return zfi_handle_data(h);
+    uint32_t slot = (uint32_t)(h >> ZFI_HANDLE_SLOT_SHIFT);
+    uint64_t id = (h & (ZFI_HANDLE_LARGE - 1)) - 1;
+    zf_pool *p = slot < MAX_POOLS ? atomic_load_explicit(&slots[slot].pool, memory_order_acquire)
+                                  : NULL;
+    if (!p || id + 1 == 0)
         return NULL;
-    if (h & ZFI_HANDLE_LARGE) {
-        _Atomic(char *) *ls = large_slot(p, (size_t)idx, false);
-        return ls ? (zf_data *)atomic_load_explicit(ls, memory_order_acquire) : NULL;
-    }
-    if ((idx + 1) * ZFI_HDR_SIZE > p->arena_reserved)
-        return NULL;
-    return block_at(p, (uint32_t)idx);
+    _Atomic(char *) *ls = large_slot(p, (size_t)id, false);
+    return ls ? (zf_data *)atomic_load_explicit(ls, memory_order_acquire) : NULL;
 }
 
 /* ---- the debug quarantine, per pool ---- */
