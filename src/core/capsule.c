@@ -71,21 +71,10 @@ void zfi_data_check_fail(const zf_data *d, const char *where)
 /* The last reference dropped: a pinned buffer goes back to its owner now,
  * whatever the build (the release callback must not be delayed); a pool
  * block goes back to its pool (in debug builds after a while in its
- * pool's quarantine, poisoned). */
+ * pool's quarantine, marked dead). */
 static void free_capsule(zf_data *d)
 {
     if (d->kind == ZFI_KIND_SMALL || d->kind == ZFI_KIND_LARGE) {
-#ifdef ZF_DEBUG_POISON
-        /* Only small blocks are held back, so a quarantine stays within a
-         * few MiB; a larger block's marked header stays readable in the
-         * pool until the block is reused. */
-        if (d->kind == ZFI_KIND_SMALL && d->cap <= 4096) {
-            zf_data *evicted = zfi_pool_quarantine(d);
-            if (evicted)
-                zfi_pool_free(evicted);
-            return;
-        }
-#endif
         zfi_pool_free(d);
         return;
     }

@@ -67,8 +67,7 @@ static inline void zfi_held(long long delta);
 zfi_ctx *zfi_ctx_get(void);
 
 /* Abort with a clear message if d is not a live capsule. */
-_Noreturn void zfi_data_check_fail(const zf_data *d, const char *where)
-    __attribute__((cold));
+_Noreturn void zfi_data_check_fail(const zf_data *d, const char *where) __attribute__((cold));
 static inline void zfi_data_check(const zf_data *d, const char *where)
 {
     if (ZFI_UNLIKELY(!d || atomic_load_explicit(&((zf_data *)d)->magic, memory_order_relaxed) !=
@@ -76,13 +75,11 @@ static inline void zfi_data_check(const zf_data *d, const char *where)
         zfi_data_check_fail(d, where);
 }
 
-/* The debug quarantine (ZF_DEBUG_POISON builds keep a pool's freed small
- * capsules poisoned for a while, per pool): zfi_pool_quarantine takes d and
- * returns the capsule to free now (one it evicts, or NULL; d itself in
- * other builds, or when the pool is orphaned).
- * zfi_pool_quarantine_flush frees every capsule the pool holds back; call it
- * before checking that a pool is back to 0 bytes. NULL is a no-op. */
-zf_data *zfi_pool_quarantine(zf_data *d);
+/* The debug quarantine: ZF_DEBUG_POISON builds keep each pool's freed
+ * small capsules (their bytes no longer counted) out of circulation for a
+ * while, so a use after the last unref finds a dead header. Flushing puts
+ * them back in circulation; tests flush before checking that blocks were
+ * recycled. NULL is a no-op, and so is every other build. */
 void zfi_pool_quarantine_flush(zf_pool *p);
 
 /* Call cb for every live capsule of the pool (for leak reports; not for hot
@@ -90,8 +87,12 @@ void zfi_pool_quarantine_flush(zf_pool *p);
 void zfi_pool_walk(zf_pool *p, void (*cb)(void *arg, const zf_data *d, size_t block), void *arg);
 
 /* A pool block whose last reference dropped goes back to its pool: into
- * the calling thread's magazine, counted as freed. */
+ * the calling thread's magazine (debug builds: the pool's quarantine first),
+ * counted as freed. */
 void zfi_pool_free(zf_data *d);
+/* Pools alive in this process (destroyed ones count until their last
+ * capsule is released). For tests of teardown. */
+size_t zfi_pool_live_count(void);
 /* The process-wide default pool (created on first use), for copies of
  * capsules made outside any instance. NULL if it cannot be created. */
 zf_pool *zfi_pool_default(void);

@@ -1153,29 +1153,50 @@ static size_t block_size(const zf_data *d)
     return d->kind == ZFI_KIND_SMALL ? class_block(d->cls) : (size_t)d->cap + ZFI_HDR_SIZE;
 }
 
+/* A freed block back into the calling thread's magazine (or the loose
+ * stack), a large one to its segment table. No accounting. */
+static void recycle(zf_pool *p, trec *r, zf_data *d)
+{
+    if (d->kind != ZFI_KIND_SMALL) {
+        large_free(p, d);
+        return;
+    }
+    unsigned c = d->cls;
+    uint32_t idx = block_index(p, d);
+    mag *m = r ? r->loaded[c] : NULL;
+    if (ZFI_UNLIKELY(!m || m->count == mag_cap(c)))
+        m = r && spill(p, r, c) ? r->loaded[c] : NULL;
+    if (ZFI_LIKELY(m))
+        m->blk[m->count++] = idx;
+    else
+        stack_push(p, &p->depot[c].loose, idx, block_link);
+}
+
 void zfi_pool_free(zf_data *d)
 {
     zf_pool *p = owner_pool(d);
     uint32_t slot = p->slot, gen = p->gen;
     size_t block = block_size(d);
     trec *r = rec_get(p);
-    if (d->kind == ZFI_KIND_SMALL) {
-        unsigned c = d->cls;
-        uint32_t idx = block_index(p, d);
-        mag *m = r ? r->loaded[c] : NULL;
-        if (ZFI_UNLIKELY(!m || m->count == mag_cap(c))) {
-            if (r && spill(p, r, c))
-                m = r->loaded[c];
-            else
-                m = NULL;
-        }
-        if (ZFI_LIKELY(m))
-            m->blk[m->count++] = idx;
-        else
-            stack_push(p, &p->depot[c].loose, idx, block_link);
+#ifdef ZF_DEBUG_POISON
+    /* Small blocks wait, marked dead, in the pool's quarantine before they
+     * can be handed out again (not once the pool is orphaned: nobody would
+     * flush it). Their bytes stop counting now. */
+    if (d->kind == ZFI_KIND_SMALL && d->cap <= 4096 &&
+        !atomic_load_explicit(&slots[slot].orphaned, memory_order_relaxed)) {
+        pthread_mutex_lock(&p->q_mu);
+        zf_data *evicted = p->q_ring[p->q_next];
+        p->q_ring[p->q_next] = d;
+        p->q_next = (p->q_next + 1) % ZFI_ARRAY_LEN(p->q_ring);
+        pthread_mutex_unlock(&p->q_mu);
+        if (evicted)
+            recycle(p, r, evicted);
     } else {
-        large_free(p, d);
+        recycle(p, r, d);
     }
+#else
+    recycle(p, r, d);
+#endif
     if (ZFI_UNLIKELY(!r)) {
         /* No record (out of memory): count the free against the pool under
          * the table lock. */
@@ -1189,13 +1210,23 @@ void zfi_pool_free(zf_data *d)
         bump(&r->bytes_freed, block);
         bump(&r->frees, 1);
     }
-    /* The pool may be gone from here on, unless it is not orphaned. */
+    /* From here on the pool may be gone (if orphaned): only the table. */
     if (ZFI_UNLIKELY(atomic_load_explicit(&free_fence, memory_order_relaxed)))
         atomic_thread_fence(memory_order_seq_cst);
     else
         atomic_signal_fence(memory_order_seq_cst);
     if (ZFI_UNLIKELY(atomic_load_explicit(&slots[slot].orphaned, memory_order_relaxed)))
         try_teardown(slot, gen);
+}
+
+size_t zfi_pool_live_count(void)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&table_mu);
+    for (unsigned i = 1; i < MAX_POOLS; i++)
+        n += atomic_load_explicit(&slots[i].pool, memory_order_relaxed) != NULL;
+    pthread_mutex_unlock(&table_mu);
+    return n;
 }
 
 zf_pool *zfi_pool_default(void)
@@ -1273,8 +1304,8 @@ zf_data *zfi_handle_data_slow(zfi_handle h)
         return zfi_handle_data(h);
     uint32_t slot = (uint32_t)(h >> ZFI_HANDLE_SLOT_SHIFT);
     uint64_t id = (h & (ZFI_HANDLE_LARGE - 1)) - 1;
-    zf_pool *p = slot < MAX_POOLS ? atomic_load_explicit(&slots[slot].pool, memory_order_acquire)
-                                  : NULL;
+    zf_pool *p =
+        slot < MAX_POOLS ? atomic_load_explicit(&slots[slot].pool, memory_order_acquire) : NULL;
     if (!p || id + 1 == 0)
         return NULL;
     _Atomic(char *) *ls = large_slot(p, (size_t)id, false);
@@ -1283,46 +1314,20 @@ zf_data *zfi_handle_data_slow(zfi_handle h)
 
 /* ---- the debug quarantine, per pool ---- */
 
-#ifdef ZF_DEBUG_POISON
-zf_data *zfi_pool_quarantine(zf_data *d)
-{
-    zf_pool *p = owner_pool(d);
-    if (atomic_load_explicit(&slots[p->slot].orphaned, memory_order_relaxed))
-        return d; /* nobody will flush an orphaned pool's quarantine */
-    pthread_mutex_lock(&p->q_mu);
-    zf_data *evicted = p->q_ring[p->q_next];
-    p->q_ring[p->q_next] = d;
-    p->q_next = (p->q_next + 1) % ZFI_ARRAY_LEN(p->q_ring);
-    pthread_mutex_unlock(&p->q_mu);
-    return evicted;
-}
-
 void zfi_pool_quarantine_flush(zf_pool *p)
 {
+#ifdef ZF_DEBUG_POISON
     if (!p)
         return;
-    for (;;) {
-        zf_data *d = NULL;
-        pthread_mutex_lock(&p->q_mu);
-        for (size_t i = 0; i < ZFI_ARRAY_LEN(p->q_ring) && !d; i++)
-            if (p->q_ring[i]) {
-                d = p->q_ring[i];
-                p->q_ring[i] = NULL;
-            }
-        pthread_mutex_unlock(&p->q_mu);
-        if (!d)
-            return;
-        zfi_pool_free(d);
-    }
-}
+    trec *r = rec_get(p);
+    pthread_mutex_lock(&p->q_mu);
+    for (size_t i = 0; i < ZFI_ARRAY_LEN(p->q_ring); i++)
+        if (p->q_ring[i]) {
+            recycle(p, r, p->q_ring[i]);
+            p->q_ring[i] = NULL;
+        }
+    pthread_mutex_unlock(&p->q_mu);
 #else
-zf_data *zfi_pool_quarantine(zf_data *d)
-{
-    return d;
-}
-
-void zfi_pool_quarantine_flush(zf_pool *p)
-{
     ZFI_UNUSED(p);
-}
 #endif
+}
