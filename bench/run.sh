@@ -109,12 +109,14 @@ run() {
 for ((rep = 1; rep <= reps; rep++)); do
   step "repetition $rep of $reps"
   mkdir -p "$out/rep$rep"
+  run zf-limit "$zfb" limit "${common[@]}"
   run zf-hop "$zfb" hop "${common[@]}"
   run tcp "$peers/zfpeer-sock" tcp "${peer_opts[@]}"
   run zf-copy "$zfb" copy "${common[@]}"
   run uds "$peers/zfpeer-sock" uds "${peer_opts[@]}"
   run iceoryx "$peers/zfpeer-iox" "${peer_opts[@]}"
   run zf-pipeline "$zfb" pipeline "${common[@]}"
+  run zf-stage "$zfb" stage --json --sizes 64,10MiB --seconds "$seconds" --samples "$samples"
   run gstreamer "$peers/zfpeer-gst" "${peer_opts[@]}"
   run cyclonedds "$peers/zfpeer-dds" "${peer_opts[@]}"
   # GStreamer's cost taken apart: 0, 1 and 2 queues, at 64 B and 10 MiB.

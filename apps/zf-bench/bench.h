@@ -21,6 +21,8 @@ typedef struct bench_opts {
 int bench_limit(const bench_opts *o, bench_result *out, size_t *n_out);
 int bench_hop(const bench_opts *o, bool copy, bench_result *out, size_t *n_out);
 int bench_pipeline(const bench_opts *o, bench_result *out, size_t *n_out);
+/* The pipeline on one worker; CPU per message per stage (3 stages). */
+int bench_stage(const bench_opts *o, bench_result *out, size_t *n_out);
 /* source -> `ops` operators -> sink ("chain" for 1, "pipeline" for 2). */
 int bench_pipeline_ops(const bench_opts *o, int ops, bench_result *out, size_t *n_out);
 

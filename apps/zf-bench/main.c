@@ -1,6 +1,6 @@
 /* zf-bench: zflow's benchmarks. Prints figures, never asserts them.
  *
- *   zf-bench limit|hop|copy|pipeline|chain|all [--json] [--sizes 64,4KiB,1MiB]
+ *   zf-bench limit|hop|copy|pipeline|stage|chain|all [--json] [--sizes 64,4KiB,1MiB]
  *            [--seconds S] [--samples N]
  */
 #include "bench.h"
@@ -22,7 +22,9 @@ static void usage(FILE *out)
         "  hop       one link between two threads, zero-copy (pool capsules)\n"
         "  copy      the same hop with one memcpy of the payload per hop\n"
         "  pipeline  source -> operator -> operator -> sink through the runtime\n"
-        "  all       limit, hop, copy and pipeline\n"
+        "  stage     the same pipeline on one worker: CPU per message of one stage\n"
+        "  chain     source -> operator -> sink\n"
+        "  all       every one of them\n"
         "\n"
         "options:\n"
         "  --json          results as JSON (with the machine)\n"
@@ -94,6 +96,8 @@ int main(int argc, char **argv)
         rc |= bench_hop(&o, true, res, &n);
     if (all || !strcmp(which, "pipeline"))
         rc |= bench_pipeline(&o, res, &n);
+    if (all || !strcmp(which, "stage"))
+        rc |= bench_stage(&o, res, &n);
     if (all || !strcmp(which, "chain"))
         rc |= bench_pipeline_ops(&o, 1, res, &n);
     if (!n && !rc) {

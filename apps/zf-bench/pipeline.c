@@ -4,34 +4,41 @@
  * Latency: lockstep, one capsule in flight, stamped at allocation by the
  * source and read by the sink: the cost of the scheduler plus N+1 hops.
  * Throughput: the source runs free, links of `block` policy; capsules
- * counted at the sink per second, allocation and release included. */
+ * counted at the sink per second, allocation and release included.
+ *
+ * zf-bench stage: the same pipeline on one worker, so every node runs on
+ * the same core (no line crosses cores): its CPU per message divided by
+ * the 3 stages (a callback and the hop after it, the source's allocation
+ * and the sink's release included) is the cost of one stage. */
 #include "bench.h"
 #include "bench_flow.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static int phase(bench_shared *b, int ops, uint32_t cap, double seconds, uint64_t want,
-                 double *elapsed_s, double *cpu_ns)
+static int phase(bench_shared *b, int ops, unsigned workers, uint32_t cap, double seconds,
+                 uint64_t want, double *elapsed_s, double *cpu_ns)
 {
     const char *d = getenv("ZF_BENCH_NODES");
     const bench_flow fl = {.name = "bench-pipeline",
                            .prog = "zf-bench pipeline",
                            .nodes_dir = d ? d : ZF_BENCH_NODES_DIR,
                            .ops = ops,
-                           .numbered = true};
+                           .numbered = true,
+                           .workers = workers};
     return bench_flow_phase(&fl, b, cap, seconds, want, elapsed_s, cpu_ns);
 }
 
-int bench_pipeline_ops(const bench_opts *o, int ops, bench_result *out, size_t *n_out)
+static int pipeline(const bench_opts *o, const char *name, int ops, unsigned workers,
+                    bench_result *out, size_t *n_out)
 {
     for (size_t i = 0; i < o->n_sizes; i++) {
         size_t size = o->sizes[i];
-        bench_result *r =
-            bench_result_init(&out[*n_out], ops == 2 ? "pipeline" : "chain", "zflow", size);
+        bench_result *r = bench_result_init(&out[*n_out], name, "zflow", size);
 
-        /* Latency: lockstep. Warm-up samples are dropped. */
-        size_t n = bench_samples_for(o->samples, size);
+        /* Latency: lockstep (the source waits inside produce for the sink,
+         * so not on one worker). Warm-up samples are dropped. */
+        size_t n = workers > 1 ? bench_samples_for(o->samples, size) : 0;
         size_t warm = bench_warmup_for(n);
         bench_shared *b = calloc(1, sizeof *b);
         b->size = size;
@@ -39,7 +46,7 @@ int bench_pipeline_ops(const bench_opts *o, int ops, bench_result *out, size_t *
         b->max_samples = n + warm;
         b->lat_ns = calloc(n + warm, sizeof *b->lat_ns);
         double el, cpu;
-        if (phase(b, ops, 4, 120.0, n + warm, &el, &cpu) != 0)
+        if (n && phase(b, ops, workers, 4, 120.0, n + warm, &el, &cpu) != 0)
             return -1;
         uint64_t got = atomic_load(&b->received);
         if (got > n + warm)
@@ -54,18 +61,30 @@ int bench_pipeline_ops(const bench_opts *o, int ops, bench_result *out, size_t *
         b->size = size;
         size_t cap = bench_queue_cap(size, 256u << 20, (size_t)(ops + 1));
         b->reserve = cap * (size_t)(ops + 1) + 8; /* first touch before the clock */
-        if (phase(b, ops, (uint32_t)cap, o->seconds, 0, &el, &cpu) != 0)
+        if (phase(b, ops, workers, (uint32_t)cap, o->seconds, 0, &el, &cpu) != 0)
             return -1;
         uint64_t recv = atomic_load(&b->received);
         r->msgs_per_s = (double)recv / el;
         r->cpu_ns_per_msg = recv ? cpu / (double)recv : 0;
+        if (workers == 1) /* one stage: a node's callback and its hop */
+            r->cpu_ns_per_msg /= (double)(ops + 1);
         free(b);
         (*n_out)++;
     }
     return 0;
 }
 
+int bench_pipeline_ops(const bench_opts *o, int ops, bench_result *out, size_t *n_out)
+{
+    return pipeline(o, ops == 2 ? "pipeline" : "chain", ops, 2, out, n_out);
+}
+
 int bench_pipeline(const bench_opts *o, bench_result *out, size_t *n_out)
 {
     return bench_pipeline_ops(o, 2, out, n_out);
+}
+
+int bench_stage(const bench_opts *o, bench_result *out, size_t *n_out)
+{
+    return pipeline(o, "stage", 2, 1, out, n_out);
 }

@@ -70,7 +70,7 @@ int bench_flow_phase(const bench_flow *fl, bench_shared *b, uint32_t cap, double
     zf_runtime *rt = NULL;
     zf_instance *inst = NULL;
     int rc = -1;
-    zf_runtime_options ro = {.workers = 2};
+    zf_runtime_options ro = {.workers = fl->workers ? fl->workers : 2};
     if (zf_flow_load_string(yaml, strlen(yaml), fl->name, NULL, NULL, diag, &f) != ZF_OK ||
         zf_runtime_create(&ro, &rt) != ZF_OK ||
         zf_instance_create(rt, f, NULL, diag, &inst) != ZF_OK) {

@@ -17,10 +17,11 @@ typedef struct bench_flow {
     int ops;               /* operators between the source and the sink */
     bool numbered;         /* operator ids op0, op1, ...; else the one operator is "op" */
     const char *python;    /* every operator runs this Python script, or NULL: libbench_op.so */
+    unsigned workers;      /* the runtime's workers; 0: two */
 } bench_flow;
 
-/* One phase: the flow, every link of capacity `cap`, on a runtime of two
- * workers, until `want` capsules reached the sink (0: no count) or
+/* One phase: the flow, every link of capacity `cap`, on a runtime of
+ * fl->workers workers, until `want` capsules reached the sink (0: no count) or
  * `seconds` passed. *elapsed_s: from the start to the end of the phase;
  * *cpu_ns (unless NULL): this process's CPU time over it (bench_cpu_ns).
  * Returns 0, or -1 with the diagnostics on stderr. */

@@ -22,7 +22,7 @@
 
 #define SPIN_NS        30000u
 #define MAX_BACKOFF_NS 10000000ull
-#define BUSY_SAMPLE    16
+#define BUSY_SAMPLE    64
 
 static ZFI_TLS zf_node *tls_node;
 static ZFI_TLS bool tls_retire;
