@@ -17,11 +17,6 @@
 
 ZFI_TLS zfi_ctx zfi_thread_ctx;
 
-zfi_ctx *zfi_ctx_get(void)
-{
-    return &zfi_thread_ctx;
-}
-
 static atomic_uint_fast64_t global_wrapped, global_released;
 
 zfi_acct *zfi_acct_new(void)

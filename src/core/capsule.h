@@ -64,7 +64,11 @@ typedef struct zfi_ctx {
 /* Count a reference taken (+1) or dropped (-1) by the current node code. */
 static inline void zfi_held(long long delta);
 
-zfi_ctx *zfi_ctx_get(void);
+extern ZFI_TLS zfi_ctx zfi_thread_ctx;
+static inline zfi_ctx *zfi_ctx_get(void)
+{
+    return &zfi_thread_ctx;
+}
 
 /* Abort with a clear message if d is not a live capsule. */
 _Noreturn void zfi_data_check_fail(const zf_data *d, const char *where) __attribute__((cold));

@@ -196,7 +196,7 @@ void zfi_link_set_hooks(zf_link *l, zfi_link_hook on_data, void *data_arg, zfi_l
 
 /* Put h at the tail if a cell is free. seq_cst publication: the wake-up
  * checks that follow (waiters, the consumer node's state) pair with it. */
-static bool ring_put(zf_link *l, zfi_handle h)
+static inline bool ring_put(zf_link *l, zfi_handle h)
 {
     uint64_t pos = atomic_load_explicit(&l->tail, memory_order_relaxed);
     for (;;) {
@@ -224,7 +224,7 @@ static bool ring_put(zf_link *l, zfi_handle h)
 /* Claim the head cell if it is published. Returns the handle, 0 if none.
  * Nothing of the capsule is read before the claim succeeds: a capsule
  * another party claimed may be freed and reused at any moment. */
-static zfi_handle ring_take(zf_link *l)
+static inline zfi_handle ring_take(zf_link *l)
 {
     uint64_t pos = atomic_load_explicit(&l->head, memory_order_relaxed);
     for (;;) {
@@ -289,7 +289,7 @@ static void note_high_water(zf_link *l, uint64_t depth)
 }
 
 /* After a push: the high water, from the producers' view of head. */
-static void after_put(zf_link *l, bool own)
+static inline void after_put(zf_link *l, bool own)
 {
     uint64_t t = atomic_load_explicit(&l->tail, memory_order_relaxed);
     uint64_t seen = atomic_load_explicit(&l->head_seen, memory_order_relaxed);
@@ -360,7 +360,7 @@ static void spill_refill(zf_link *l)
 }
 
 /* Take the head capsule (any party), or NULL. */
-static zf_data *take_one(zf_link *l)
+static inline zf_data *take_one(zf_link *l)
 {
     zfi_handle h = ring_take(l);
     if (!h && atomic_load_explicit(&l->spill_n, memory_order_seq_cst)) {
@@ -394,7 +394,7 @@ static bool has_room(zf_link *l)
 
 /* After a take (or a drop from the head): wake a waiting thread, and the
  * parked producer node once there is room. */
-static void after_take(zf_link *l)
+static inline void after_take(zf_link *l)
 {
     zfi_evc_notify(&l->room_evc);
     if (ZFI_UNLIKELY(atomic_load_explicit(&l->room_wanted, memory_order_seq_cst)) &&
@@ -403,7 +403,7 @@ static void after_take(zf_link *l)
         l->on_room(l->room_arg);
 }
 
-static void after_push(zf_link *l)
+static inline void after_push(zf_link *l)
 {
     zfi_evc_notify(&l->data_evc);
     if (l->on_data)
@@ -414,17 +414,13 @@ static void after_push(zf_link *l)
 
 enum push_mode { PUSH_WAIT, PUSH_TRY, PUSH_NOWAIT_PARK };
 
-/* Enqueue one capsule; *d is consumed unless ZF_EAGAIN. */
-static zf_err push(zf_link *l, zf_data **d, enum push_mode mode, int64_t timeout_ns, bool own,
-                   bool *park)
+/* Enqueue one capsule, every case (closed, full, policies, waiting, the
+ * spill list); *d is consumed unless ZF_EAGAIN. */
+static __attribute__((noinline)) zf_err push_slow(zf_link *l, zf_data **d, enum push_mode mode,
+                                                  int64_t timeout_ns, bool own, bool *park)
 {
-    if (!l || !d || !*d)
-        return zfi_error(ZF_EINVAL, "zf_link_push: NULL %s", !l ? "link" : "capsule");
-    zfi_data_check(*d, "zf_link_push");
     zf_data *c = *d;
     uint64_t len = c->len;
-    if (c->ts == 0 && atomic_load_explicit(&c->refs, memory_order_relaxed) == 1)
-        c->ts = zf_clock_ns(); /* stamped when first sent */
     uint64_t t0 = 0;
     unsigned drops = 0;
     for (;;) {
@@ -492,6 +488,36 @@ static zf_err push(zf_link *l, zf_data **d, enum push_mode mode, int64_t timeout
         zf_data_unref(c);
         return zfi_error(ZF_ENOMEM, "link: out of memory holding a burst past its ring");
     }
+    if (own)
+        bump(&l->bytes_in, len);
+    else
+        atomic_fetch_add_explicit(&l->bytes_in_x, len, memory_order_relaxed);
+    after_put(l, own);
+    after_push(l);
+    return ZF_OK;
+}
+
+/* The common case inline: open, no spill list, clearly under capacity, no
+ * byte limit, a free cell. Anything else takes push_slow. */
+static inline zf_err push(zf_link *l, zf_data **d, enum push_mode mode, int64_t timeout_ns,
+                          bool own, bool *park)
+{
+    if (ZFI_UNLIKELY(!l || !d || !*d))
+        return zfi_error(ZF_EINVAL, "zf_link_push: NULL %s", !l ? "link" : "capsule");
+    zf_data *c = *d;
+    zfi_data_check(c, "zf_link_push");
+    if (c->ts == 0 && atomic_load_explicit(&c->refs, memory_order_relaxed) == 1)
+        c->ts = zf_clock_ns(); /* stamped when first sent */
+    uint64_t t = atomic_load_explicit(&l->tail, memory_order_relaxed);
+    if (ZFI_UNLIKELY(atomic_load_explicit(&l->closed, memory_order_relaxed) |
+                     atomic_load_explicit(&l->spill_n, memory_order_relaxed)) ||
+        l->max_bytes ||
+        t - atomic_load_explicit(&l->head_seen, memory_order_relaxed) >= l->capacity)
+        return push_slow(l, d, mode, timeout_ns, own, park);
+    uint64_t len = c->len;
+    if (ZFI_UNLIKELY(!ring_put(l, zfi_handle_of(c))))
+        return push_slow(l, d, mode, timeout_ns, own, park);
+    *d = NULL;
     if (own)
         bump(&l->bytes_in, len);
     else

@@ -184,10 +184,15 @@ static size_t class_block(unsigned c)
     return (size_t)1 << (MIN_BLOCK_SHIFT + c);
 }
 
-static uint32_t mag_cap(unsigned c)
+/* Blocks per magazine, by class: MAG_MAX, or what fits in MAG_BYTES. */
+static const uint8_t mag_caps[NCLASS] = {32, 32, 32, 32, 32, 32, 32, 32, 16, 8, 4, 2, 1, 1};
+_Static_assert(MAG_BYTES / (1u << (MIN_BLOCK_SHIFT + 8)) == 16 &&
+                   MAG_BYTES / (1u << (MIN_BLOCK_SHIFT + 12)) == 1,
+               "mag_caps matches MAG_BYTES");
+
+static inline uint32_t mag_cap(unsigned c)
 {
-    size_t n = MAG_BYTES / class_block(c);
-    return n > MAG_MAX ? MAG_MAX : n ? (uint32_t)n : 1u;
+    return mag_caps[c];
 }
 
 static inline uint64_t ld(_Atomic uint64_t *c)

@@ -22,6 +22,8 @@ enum zfi_sched { ZFI_IDLE = 0, ZFI_QUEUED = 1, ZFI_RUNNING = 2, ZFI_RUNNING_NOTI
 #define ZFI_CB_START(w)  ((w) & ~(ZFI_CB_HUNG | ZFI_CB_ABANDONED))
 
 #define ZFI_DEFAULT_HANG_TIMEOUT_NS 1000000000LL
+/* The timer thread wakes at least this often (timer.c). */
+#define ZFI_TICK_NS 10000000ull
 /* A scheduling step runs a node for up to ZFI_BATCH callbacks; an operator
  * or sink takes its input capsules one at a time from its links (each take
  * is one claim on the lock-free ring, so nothing is ever taken and not
@@ -163,6 +165,12 @@ struct zf_runtime {
     bool shutdown;
     zf_instance *instances;
 
+    /* The timer thread's clock (CLOCK_MONOTONIC, ns), stored at each of its
+     * wake-ups (at least every ZFI_TICK_NS): callbacks are stamped with it
+     * for the watchdog and the progress figures, so a callback reads no
+     * clock. On a line of its own (one writer, read by every worker). */
+    _Alignas(ZFI_CACHELINE) _Atomic uint64_t now_ns;
+
     /* timers and watchdog */
     pthread_t timer_thread;
     bool timer_started;
@@ -207,7 +215,12 @@ bool zfi_node_mark_hung(zf_node *n, uint64_t start);
  * never counted again. True if it was inside a callback. */
 bool zfi_node_abandon(zf_node *n);
 /* The node whose callback is running on this thread, or NULL. */
-zf_node *zfi_current_node(void);
+/* The node whose callback this thread is running, or NULL. */
+extern ZFI_TLS zf_node *zfi_tls_node;
+static inline zf_node *zfi_current_node(void)
+{
+    return zfi_tls_node;
+}
 
 /* Timer and watchdog thread (timer.c). */
 zf_err zfi_timer_start(zf_runtime *rt);

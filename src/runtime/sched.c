@@ -24,7 +24,7 @@
 #define MAX_BACKOFF_NS 10000000ull
 #define BUSY_SAMPLE    64
 
-static ZFI_TLS zf_node *tls_node;
+ZFI_TLS zf_node *zfi_tls_node;
 static ZFI_TLS bool tls_retire;
 /* A worker's "run next" slot: a node made ready by the node this worker
  * runs, when no other worker is idle, runs here next: same core, warm
@@ -36,11 +36,6 @@ static ZFI_TLS int tls_slot = -1;
 #define MAX_NEXT_RUNS 32
 
 _Static_assert(ZFI_MAX_PORTS + 1 < (1u << ZFI_OWNER_PORT_BITS), "a port fits the owner word");
-
-zf_node *zfi_current_node(void)
-{
-    return tls_node;
-}
 
 /* ---- run queue ---- */
 
@@ -215,16 +210,18 @@ enum step_result { STEP_OK, STEP_ABANDONED, STEP_RETIRE };
 static enum step_result call(zf_node *n, unsigned port, zf_data **d, uint64_t *now)
 {
     zfi_ctx saved = zfi_node_enter(n);
-    tls_node = n;
+    zfi_tls_node = n;
     n->error_msg[0] = '\0';
     n->cb_capsule = d ? *d : NULL;
     if (d)
         zfi_held(1); /* handed over to the callback */
-    /* The watchdog needs the start (coarse is enough; made unique per node so
-     * it names this callback); busy time is measured precisely on one
-     * callback in BUSY_SAMPLE and extrapolated: two precise clock reads per
-     * callback would cost more than a hop. */
-    uint64_t t0 = *now ? *now : zfi_clock_coarse_ns();
+    /* The watchdog needs the start: the timer thread's clock is enough (it
+     * is at most a tick old; made unique per node so it names this
+     * callback). Busy time is measured precisely on one callback in
+     * BUSY_SAMPLE and extrapolated: clock reads per callback would cost
+     * more than a hop. */
+    zf_runtime *rt = n->inst->rt;
+    uint64_t t0 = *now ? *now : atomic_load_explicit(&rt->now_ns, memory_order_relaxed);
     if (t0 <= n->last_start)
         t0 = n->last_start + 1;
     n->last_start = t0;
@@ -240,7 +237,7 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d, uint64_t *n
         /* One compare-and-swap decides against zfi_node_abandon: either
          * this worker goes on, or it was abandoned and touches nothing. */
         if (w & ZFI_CB_ABANDONED) {
-            tls_node = NULL;
+            zfi_tls_node = NULL;
             zfi_node_leave(saved);
             return STEP_ABANDONED;
         }
@@ -248,9 +245,10 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d, uint64_t *n
     }
     if (timed)
         zfi_counter_add(&n->busy_ns, (zf_clock_ns() - p0) * BUSY_SAMPLE);
-    uint64_t t1 = zfi_clock_coarse_ns(); /* progress: when it completed */
-    *now = t1;                           /* the next callback of this step starts now */
-    tls_node = NULL;
+    /* progress: when it completed (within a tick) */
+    uint64_t t1 = atomic_load_explicit(&rt->now_ns, memory_order_relaxed);
+    *now = t1; /* the next callback of this step starts now */
+    zfi_tls_node = NULL;
     zfi_node_leave(saved);
     zfi_counter_add(&n->callbacks, 1);
     atomic_store_explicit(&n->last_progress_ns, t1, memory_order_relaxed);

@@ -1,15 +1,14 @@
 /* The timer thread: ticks periodic sources and runs the watchdog.
  *
- * It wakes at the earliest source deadline or every WATCHDOG_NS, whichever
- * comes first. A source that falls behind skips ticks rather than bursting
+ * It wakes at the earliest source deadline or every ZFI_TICK_NS, whichever
+ * comes first, and each time stores the time in rt->now_ns, the clock
+ * callbacks are stamped with. A source that falls behind skips ticks rather than bursting
  * to catch up (a camera does not deliver missed frames later). */
 #include "runtime/runtime.h"
 
 #include <errno.h>
 #include <string.h>
 #include <time.h>
-
-#define WATCHDOG_NS 10000000ull
 
 static void tick_sources(zf_instance *inst, uint64_t now, uint64_t *next)
 {
@@ -53,7 +52,8 @@ static void *timer_main(void *arg)
     pthread_mutex_lock(&rt->mu);
     while (!rt->timer_stop) {
         uint64_t now = zf_clock_ns();
-        uint64_t next = now + WATCHDOG_NS;
+        atomic_store_explicit(&rt->now_ns, now, memory_order_relaxed);
+        uint64_t next = now + ZFI_TICK_NS;
         for (zf_instance *inst = rt->instances; inst; inst = inst->next_in_rt) {
             tick_sources(inst, now, &next);
             zfi_watchdog_scan(inst, now);
@@ -68,6 +68,7 @@ static void *timer_main(void *arg)
 
 zf_err zfi_timer_start(zf_runtime *rt)
 {
+    atomic_store(&rt->now_ns, zf_clock_ns());
     int e = pthread_create(&rt->timer_thread, NULL, timer_main, rt);
     if (e != 0)
         return zfi_error(ZF_ESYS, "cannot start the timer thread: %s", strerror(e));

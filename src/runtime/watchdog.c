@@ -67,7 +67,11 @@ void zfi_watchdog_scan(zf_instance *inst, uint64_t now)
         zf_node *n = inst->nodes[i];
         uint64_t w = atomic_load(&n->cb_word);
         int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
-        if (!w || (w & (ZFI_CB_HUNG | ZFI_CB_ABANDONED)) || now < w || now - w <= (uint64_t)limit)
+        /* The start is the timer's clock when the callback began: up to a
+         * tick before the real start, so a tick more is allowed (a hang is
+         * seen between hang_timeout and hang_timeout + 2 ticks). */
+        if (!w || (w & (ZFI_CB_HUNG | ZFI_CB_ABANDONED)) || now < w ||
+            now - w <= (uint64_t)limit + ZFI_TICK_NS)
             continue;
         uint64_t start = w;
         char why[160];
