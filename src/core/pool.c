@@ -88,13 +88,18 @@ typedef struct trec {
     _Atomic uint64_t allocs, frees, bytes_alloc, bytes_freed;
 } trec;
 
-typedef struct large_seg {
+/* A large segment, by id, in a directory that never moves (so the free
+ * stacks' links can be read without a lock while segments come and go). */
+typedef struct large_ent {
+    _Atomic(char *) base;    /* NULL: no segment under this id */
+    _Atomic uint32_t next;   /* in its bucket's free stack: next id + 1 */
+    _Atomic uint32_t in_use; /* 1 while a capsule lives in it */
+    size_t size;             /* set (large_mu) before base is published */
     int fd;
-    char *base;
-    size_t size;
-    bool in_use;
-    uint64_t freed_at; /* for eviction order */
-} large_seg;
+} large_ent;
+
+/* Large segments come in discrete sizes (large_size): 2^l x (8 + k) / 8. */
+#define LARGE_BUCKETS ((47 - 20) * 8)
 
 struct zf_pool {
     /* Read-mostly: read by every allocation and handle lookup. */
@@ -103,7 +108,7 @@ struct zf_pool {
     uint64_t chunk; /* reservation step */
     uint32_t gen;
     uint16_t slot;
-    _Atomic(_Atomic(char *) *) large_dir[LARGE_DIRS]; /* segment id -> base */
+    _Atomic(large_ent *) large_dir[LARGE_DIRS]; /* segment id -> its entry */
 
     struct {
         _Alignas(ZFI_CACHELINE) _Atomic uint64_t full; /* tag << 32 | (id + 1) */
@@ -133,12 +138,10 @@ struct zf_pool {
     _Atomic(mag *) mag_dir[MAG_DIRS];
     uint32_t n_mags;
 
-    pthread_mutex_t large_mu; /* large segment table */
-    large_seg *large;
-    size_t n_large, large_cap;
-    uint64_t large_cached_bytes;
-    uint64_t large_in_use, large_high_water; /* bytes: the working set */
-    uint64_t large_clock;
+    pthread_mutex_t large_mu; /* creating and unmapping large segments */
+    _Atomic uint32_t n_large; /* ids handed out */
+    /* free segments of each size: tag << 32 | (id + 1) */
+    _Alignas(ZFI_CACHELINE) _Atomic uint64_t large_free[LARGE_BUCKETS];
 
     /* table_mu: the threads' records, and what exited threads counted. */
     trec *recs;
@@ -729,62 +732,38 @@ static bool spill(zf_pool *p, trec *r, unsigned c)
     return true;
 }
 
-/* ---- large blocks: a segment each, recycled ---- */
+/* ---- large blocks: a segment each, recycled ----
+ *
+ * A freed segment goes on a lock-free stack of its size; an allocation of
+ * that size pops one. Only mapping a new segment (and unmapping cached ones
+ * to make room) takes large_mu. */
 
-static _Atomic(char *) *large_slot(zf_pool *p, size_t id, bool create)
+static large_ent *large_at(zf_pool *p, uint32_t id, bool create)
 {
-    if (id >= (size_t)LARGE_PER_DIR * LARGE_DIRS)
+    if (id >= LARGE_PER_DIR * LARGE_DIRS)
         return NULL;
-    _Atomic(char *) *dir =
-        atomic_load_explicit(&p->large_dir[id / LARGE_PER_DIR], memory_order_acquire);
-    if (!dir && create) {
+    large_ent *dir = atomic_load_explicit(&p->large_dir[id / LARGE_PER_DIR], memory_order_acquire);
+    if (!dir && create) { /* large_mu held */
         dir = zfi_calloc(LARGE_PER_DIR, sizeof *dir);
         if (!dir)
             return NULL;
+        for (size_t i = 0; i < LARGE_PER_DIR; i++)
+            dir[i].fd = -1;
         atomic_store_explicit(&p->large_dir[id / LARGE_PER_DIR], dir, memory_order_release);
     }
     return dir ? &dir[id % LARGE_PER_DIR] : NULL;
 }
 
-static void large_unmap(zf_pool *p, large_seg *s)
+static _Atomic uint32_t *large_link(zf_pool *p, uint32_t id)
 {
-    _Atomic(char *) *ls = large_slot(p, (size_t)(s - p->large), false);
-    if (ls)
-        atomic_store_explicit(ls, NULL, memory_order_relaxed);
-    munmap(s->base, s->size);
-    close(s->fd);
-    atomic_fetch_sub_explicit(&p->bytes_mapped, s->size, memory_order_relaxed);
-    atomic_fetch_sub_explicit(&p->segments, 1, memory_order_relaxed);
-    s->base = NULL;
-    s->fd = -1;
-    s->size = 0;
-    s->in_use = false;
+    return &large_at(p, id, false)->next;
 }
 
-/* Unmap cached segments, oldest first, until `fits` holds. large_mu held. */
-static void large_evict(zf_pool *p, uint64_t incoming)
+static unsigned large_bucket(size_t size)
 {
-    for (;;) {
-        uint64_t mapped = atomic_load_explicit(&p->bytes_mapped, memory_order_relaxed);
-        bool over_cap = p->max_bytes && mapped + incoming > p->max_bytes + p->seg_bytes * 2;
-        /* Keep freed segments up to the working set seen so far: a pipeline
-         * that held N frames in flight will again. */
-        uint64_t keep =
-            p->large_high_water > LARGE_CACHE_MIN ? p->large_high_water : LARGE_CACHE_MIN;
-        bool over_cache = p->large_cached_bytes > keep;
-        if (!over_cap && !over_cache)
-            return;
-        large_seg *oldest = NULL;
-        for (size_t i = 0; i < p->n_large; i++) {
-            large_seg *s = &p->large[i];
-            if (s->base && !s->in_use && (!oldest || s->freed_at < oldest->freed_at))
-                oldest = s;
-        }
-        if (!oldest)
-            return;
-        p->large_cached_bytes -= oldest->size;
-        large_unmap(p, oldest);
-    }
+    unsigned l = 63u - (unsigned)__builtin_clzll((unsigned long long)size);
+    size_t pow = (size_t)1 << l;
+    return (l - 20) * 8 + (unsigned)((size - pow) / (pow / 8));
 }
 
 static size_t large_size(size_t len)
@@ -795,41 +774,64 @@ static size_t large_size(size_t len)
     return round_up(need, step);
 }
 
-static zf_err large_alloc(zf_pool *p, size_t size, zf_data **out)
+/* large_mu held; the segment is free and off every stack. */
+static void large_unmap(zf_pool *p, large_ent *e)
+{
+    char *base = atomic_load_explicit(&e->base, memory_order_relaxed);
+    atomic_store_explicit(&e->base, NULL, memory_order_release);
+    munmap(base, e->size);
+    close(e->fd);
+    atomic_fetch_sub_explicit(&p->bytes_mapped, e->size, memory_order_relaxed);
+    atomic_fetch_sub_explicit(&p->segments, 1, memory_order_relaxed);
+    e->fd = -1;
+    e->size = 0;
+}
+
+/* Unmap cached segments (other sizes first) until mapping `incoming` more
+ * bytes keeps the pool within its cap and the cache within what the pool
+ * has ever had in use (at least LARGE_CACHE_MIN). large_mu held. */
+static void large_evict(zf_pool *p, size_t incoming, unsigned keep_bucket)
+{
+    uint64_t keep = ld(&p->high_water) > LARGE_CACHE_MIN ? ld(&p->high_water) : LARGE_CACHE_MIN;
+    for (unsigned pass = 0; pass < 2; pass++)
+        for (unsigned b = 0; b < LARGE_BUCKETS; b++) {
+            if ((pass == 0) == (b == keep_bucket))
+                continue;
+            for (;;) {
+                uint64_t mapped = atomic_load_explicit(&p->bytes_mapped, memory_order_relaxed);
+                uint64_t used = ld(&p->reserved);
+                bool over_cap = p->max_bytes && mapped + incoming > p->max_bytes + p->seg_bytes * 2;
+                bool over_cache = mapped > used && mapped - used + incoming > keep;
+                if (!over_cap && !over_cache)
+                    return;
+                uint32_t id = stack_pop(p, &p->large_free[b], large_link);
+                if (id == UINT32_MAX)
+                    break;
+                large_unmap(p, large_at(p, id, false));
+            }
+        }
+}
+
+/* Map a new segment of `size` bytes. */
+static zf_err large_new(zf_pool *p, size_t size, zf_data **out)
 {
     zf_err err = ZF_OK;
     pthread_mutex_lock(&p->large_mu);
-    large_seg *best = NULL, *hole = NULL;
-    for (size_t i = 0; i < p->n_large; i++) {
-        large_seg *s = &p->large[i];
-        if (!s->base) {
-            if (!hole)
-                hole = s;
-        } else if (!s->in_use && s->size >= size && s->size <= size + size / 4 &&
-                   (!best || s->size < best->size)) {
-            best = s;
-        }
+    large_evict(p, size, large_bucket(size));
+    uint32_t id = 0, n = atomic_load_explicit(&p->n_large, memory_order_relaxed);
+    large_ent *e = NULL;
+    for (; id < n; id++) { /* a hole left by an unmapped segment */
+        e = large_at(p, id, false);
+        if (!atomic_load_explicit(&e->base, memory_order_relaxed) && e->fd < 0)
+            break;
     }
-    if (best) {
-        best->in_use = true;
-        p->large_cached_bytes -= best->size;
-        goto found;
-    }
-    large_evict(p, size);
-    if (!hole) {
-        if (!zfi_grow((void **)&p->large, &p->large_cap, p->n_large + 1, sizeof(large_seg))) {
-            err = zfi_error(ZF_ENOMEM, "pool %s: out of memory", p->name);
+    if (id == n) {
+        e = large_at(p, id, true);
+        if (!e) {
+            err = zfi_error(ZF_ENOMEM, "pool %s: more than %u large segments (or out of memory)",
+                            p->name, LARGE_PER_DIR * LARGE_DIRS);
             goto out;
         }
-        hole = &p->large[p->n_large++];
-        hole->base = NULL;
-    }
-    size_t id = (size_t)(hole - p->large);
-    _Atomic(char *) *ls = large_slot(p, id, true);
-    if (!ls) {
-        err = zfi_error(ZF_ENOMEM, "pool %s: more than %u large segments", p->name,
-                        LARGE_PER_DIR * LARGE_DIRS);
-        goto out;
     }
     int fd = new_memfd(p, 'l', id, size);
     if (fd < 0) {
@@ -839,48 +841,62 @@ static zf_err large_alloc(zf_pool *p, size_t size, zf_data **out)
     }
     void *base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
     if (base == MAP_FAILED) {
-        int e = errno;
+        int e2 = errno;
         close(fd);
-        err = zfi_error(e == ENOMEM ? ZF_ENOMEM : ZF_ESYS, "pool %s: mmap of %zu bytes: %s",
-                        p->name, size, strerror(e));
+        err = zfi_error(e2 == ENOMEM ? ZF_ENOMEM : ZF_ESYS, "pool %s: mmap of %zu bytes: %s",
+                        p->name, size, strerror(e2));
         goto out;
     }
-    hole->fd = fd;
-    hole->base = base;
-    hole->size = size;
-    hole->in_use = true;
-    atomic_store_explicit(ls, (char *)base, memory_order_release);
-    best = hole;
+    e->fd = fd;
+    e->size = size;
+    atomic_store_explicit(&e->in_use, 1, memory_order_relaxed);
+    atomic_store_explicit(&e->base, (char *)base, memory_order_release);
+    if (id == n)
+        atomic_store_explicit(&p->n_large, n + 1, memory_order_release);
     atomic_fetch_add_explicit(&p->bytes_mapped, size, memory_order_relaxed);
     atomic_fetch_add_explicit(&p->segments, 1, memory_order_relaxed);
-    zfi_log(ZF_LOG_DEBUG, "pool", "%s: mapped large segment %zu (%zu KiB)", p->name, id,
-            size >> 10);
-found : {
-    p->large_in_use += best->size;
-    if (p->large_in_use > p->large_high_water)
-        p->large_high_water = p->large_in_use;
-    zf_data *d = (zf_data *)best->base;
-    d->seg = (uint32_t)(best - p->large);
-    /* The bytes reserved, not the segment's: a reused segment may be up to a
-     * quarter larger, and freeing must give back exactly what was taken. */
+    zfi_log(ZF_LOG_DEBUG, "pool", "%s: mapped large segment %u (%zu KiB)", p->name, id, size >> 10);
+    zf_data *d = (zf_data *)base;
+    d->seg = id;
     d->cap = size - ZFI_HDR_SIZE;
     *out = d;
-}
 out:
     pthread_mutex_unlock(&p->large_mu);
     return err;
 }
 
+/* A free segment of this size, or of the next sizes up to a quarter
+ * larger; else a new one. */
+static zf_err large_alloc(zf_pool *p, size_t size, zf_data **out)
+{
+    unsigned b = large_bucket(size);
+    uint32_t id = UINT32_MAX;
+    for (unsigned k = 0; k < 3 && id == UINT32_MAX && b + k < LARGE_BUCKETS; k++) {
+        unsigned l = (b + k) / 8 + 20;
+        size_t bsize = ((size_t)1 << l) / 8 * (8 + (b + k) % 8);
+        if (bsize > size + size / 4)
+            break;
+        id = stack_pop(p, &p->large_free[b + k], large_link);
+    }
+    if (id == UINT32_MAX)
+        return large_new(p, size, out);
+    large_ent *e = large_at(p, id, false);
+    atomic_store_explicit(&e->in_use, 1, memory_order_relaxed);
+    zf_data *d = (zf_data *)atomic_load_explicit(&e->base, memory_order_acquire);
+    zfi_prefetch_w(d);
+    d->seg = id;
+    /* The bytes reserved, not the segment's: a reused segment may be up to a
+     * quarter larger, and freeing must give back exactly what was taken. */
+    d->cap = size - ZFI_HDR_SIZE;
+    *out = d;
+    return ZF_OK;
+}
+
 static void large_free(zf_pool *p, zf_data *d)
 {
-    pthread_mutex_lock(&p->large_mu);
-    large_seg *s = &p->large[d->seg];
-    s->in_use = false;
-    s->freed_at = ++p->large_clock;
-    p->large_in_use -= s->size;
-    p->large_cached_bytes += s->size;
-    large_evict(p, 0);
-    pthread_mutex_unlock(&p->large_mu);
+    large_ent *e = large_at(p, d->seg, false);
+    atomic_store_explicit(&e->in_use, 0, memory_order_relaxed);
+    stack_push(p, &p->large_free[large_bucket(e->size)], d->seg, large_link);
 }
 
 /* ---- create, destroy ---- */
@@ -988,12 +1004,13 @@ static void pool_free_locked(zf_pool *p)
     atomic_store_explicit(&slots[p->slot].orphaned, 0, memory_order_relaxed);
     /* Records of other threads stay theirs (they see the generation
      * change); only the list of them goes. */
-    for (size_t i = 0; i < p->n_large; i++)
-        if (p->large[i].base)
-            large_unmap(p, &p->large[i]);
-    free(p->large);
+    for (uint32_t id = 0; id < atomic_load_explicit(&p->n_large, memory_order_relaxed); id++) {
+        large_ent *e = large_at(p, id, false);
+        if (atomic_load_explicit(&e->base, memory_order_relaxed))
+            large_unmap(p, e);
+    }
     for (size_t i = 0; i < LARGE_DIRS; i++)
-        free((void *)atomic_load_explicit(&p->large_dir[i], memory_order_relaxed));
+        free(atomic_load_explicit(&p->large_dir[i], memory_order_relaxed));
     for (size_t i = 0; i < MAG_DIRS; i++)
         free(atomic_load_explicit(&p->mag_dir[i], memory_order_relaxed));
     munmap(p->arena, p->arena_reserved);
@@ -1283,9 +1300,13 @@ void zfi_pool_walk(zf_pool *p, void (*cb)(void *arg, const zf_data *d, size_t bl
     }
     pthread_mutex_unlock(&p->grow_mu);
     pthread_mutex_lock(&p->large_mu);
-    for (size_t i = 0; i < p->n_large; i++)
-        if (p->large[i].base && p->large[i].in_use)
-            cb(arg, (const zf_data *)p->large[i].base, p->large[i].size);
+    for (uint32_t id = 0; id < atomic_load_explicit(&p->n_large, memory_order_relaxed); id++) {
+        large_ent *e = large_at(p, id, false);
+        const zf_data *d = (const zf_data *)atomic_load_explicit(&e->base, memory_order_acquire);
+        if (d && atomic_load_explicit(&e->in_use, memory_order_relaxed) &&
+            atomic_load_explicit(&((zf_data *)d)->magic, memory_order_acquire) == ZFI_MAGIC_LIVE)
+            cb(arg, d, e->size);
+    }
     pthread_mutex_unlock(&p->large_mu);
 }
 
@@ -1313,8 +1334,10 @@ zf_data *zfi_handle_data_slow(zfi_handle h)
         slot < MAX_POOLS ? atomic_load_explicit(&slots[slot].pool, memory_order_acquire) : NULL;
     if (!p || id + 1 == 0)
         return NULL;
-    _Atomic(char *) *ls = large_slot(p, (size_t)id, false);
-    return ls ? (zf_data *)atomic_load_explicit(ls, memory_order_acquire) : NULL;
+    large_ent *e = id < atomic_load_explicit(&p->n_large, memory_order_acquire)
+                       ? large_at(p, (uint32_t)id, false)
+                       : NULL;
+    return e ? (zf_data *)atomic_load_explicit(&e->base, memory_order_acquire) : NULL;
 }
 
 /* ---- the debug quarantine, per pool ---- */

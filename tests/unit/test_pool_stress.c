@@ -32,10 +32,11 @@ typedef struct mig {
 static void *mig_producer(void *arg)
 {
     mig *m = arg;
-    static const size_t sizes[] = {1, 64, 100, 1000, 4000, 20000, 300000};
+    static const size_t sizes[] = {1,     64,     100,     1000,   4000,
+                                   20000, 300000, 1000000, 2500000 /* large */};
     for (int i = 0; i < m->per_producer; i++) {
         zf_data *d = NULL;
-        size_t len = sizes[(size_t)i % 7];
+        size_t len = sizes[(size_t)i % 9];
         if (zf_pool_alloc(m->pool, len, &d) != ZF_OK) {
             atomic_fetch_add(&m->bad, 1);
             break;
