@@ -480,14 +480,19 @@ ZF_EXPORT void zf_node_set_error(zf_node *n, const char *fmt, ...) ZF_PRINTF(2, 
 
 /** A language host (e.g. the Python host, libzflow-python.so) exports
  *  ZF_HOST_SYMBOL: given a script and the ports and kind the descriptor
- *  gives, it declares a node whose callbacks run that script. The runtime
+ *  gives, it declares a node whose callbacks run that script. `script` is
+ *  the descriptor's name for it (the node's zf_node_source); `origin` the
+ *  real path of the file the runtime opened and checked, and `code` (len
+ *  code_len, not NUL-terminated) its text: the host runs exactly that text
+ *  and makes importable only origin's folder, never the folder of a link
+ *  named by `script`. The strings are borrowed for the call. The runtime
  *  calls ZF_HOST_FREE_SYMBOL with the declaration when it unloads the node.
  *  On error the host writes a message into err (errlen bytes). */
 #define ZF_HOST_SYMBOL      "zf_host_declare"
 #define ZF_HOST_FREE_SYMBOL "zf_host_free"
-typedef zf_err (*zf_host_declare_fn)(const char *script, zf_node_kind kind,
-                                     const zf_port_decl *inputs, size_t n_inputs,
-                                     const zf_port_decl *outputs, size_t n_outputs,
+typedef zf_err (*zf_host_declare_fn)(const char *script, const char *origin, const char *code,
+                                     size_t code_len, zf_node_kind kind, const zf_port_decl *inputs,
+                                     size_t n_inputs, const zf_port_decl *outputs, size_t n_outputs,
                                      const zf_node_decl **out, char *err, size_t errlen);
 typedef void (*zf_host_free_fn)(const zf_node_decl *decl);
 
@@ -614,10 +619,25 @@ typedef struct zf_instance_options {
     /** When set, node code (libraries, Python files) loads only from these
      *  folders (absolute real paths, each ending with '/'). A library is
      *  checked on the file actually opened and loaded from that descriptor,
-     *  so a path swapped after the check cannot escape. */
+     *  so a path swapped after the check cannot escape. A Python file is
+     *  read once from the descriptor checked, and that text runs. Node code
+     *  must be a regular file. */
     const char *const *code_dirs;
     size_t n_code_dirs;
+    /** With code_dirs: also accept code that users other than root and this
+     *  process's user could change (zf_code_path_check refuses it by
+     *  default). */
+    bool allow_writable_code;
 } zf_instance_options;
+
+/** Whether `path` (absolute, a file or a folder) and every folder above it
+ *  can be changed only by root or this process's user: each belongs to one
+ *  of them, `path` is writable by no one else (group-writable only for this
+ *  process's group), and a folder above it writable by others is sticky
+ *  (like /tmp). ZF_OK, or ZF_EPERM naming the component and why
+ *  (zf_last_error); ZF_ENOTFOUND if a component is missing. Nothing is
+ *  kept. */
+ZF_EXPORT zf_err zf_code_path_check(const char *path);
 
 /** Load every node library, create links and the pool, `init` every node.
  *  The instance is CREATED. `f` is copied; the caller keeps it. Problems go

@@ -122,8 +122,8 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
                             "use isolation: thread",
                             nd->id);
     }
-    zf_err err =
-        zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs, &n->lib, diag);
+    zf_err err = zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
+                               inst->allow_writable_code, &n->lib, diag);
     if (err != ZF_OK) {
         free(n);
         return err;
@@ -335,6 +335,7 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
         goto fail;
     }
     inst->n_nodes = f->n_nodes;
+    inst->allow_writable_code = opt && opt->allow_writable_code;
     if (opt && opt->n_code_dirs && opt->code_dirs) {
         inst->code_dirs = zfi_calloc(opt->n_code_dirs, sizeof *inst->code_dirs);
         for (size_t i = 0; inst->code_dirs && i < opt->n_code_dirs; i++)

@@ -13,6 +13,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
 
 enum zfi_sched { ZFI_IDLE = 0, ZFI_QUEUED = 1, ZFI_RUNNING = 2, ZFI_RUNNING_NOTIFIED = 3 };
 
@@ -121,6 +122,7 @@ struct zf_instance {
     size_t *topo;     /* node indices, sources first */
     char **code_dirs; /* zf_instance_options.code_dirs (copied) */
     size_t n_code_dirs;
+    bool allow_writable_code; /* zf_instance_options.allow_writable_code */
     int64_t drain_timeout_ns;
 
     pthread_mutex_t mu;
@@ -238,11 +240,17 @@ void zfi_instance_fini_nodes(zf_instance *inst);
 void zfi_instance_free(zf_instance *inst);
 
 /* Loader (loader.c). */
-/* Load node nd's code. With code_dirs (n_code_dirs > 0), the code must lie
- * in one of those folders (real paths ending in '/'), checked on the file
- * opened. */
+/* Load node nd's code. It must be a regular file. With code_dirs
+ * (n_code_dirs > 0), it must lie in one of those folders (real paths ending
+ * in '/'), checked on the file opened, and (unless allow_writable) be
+ * changeable only by root or this user (zfi_trust_check). */
 zf_err zfi_load_node(const zfi_node *nd, const char *file, char *const *code_dirs,
-                     size_t n_code_dirs, zfi_loaded *out, zf_diag *diag);
+                     size_t n_code_dirs, bool allow_writable, zfi_loaded *out, zf_diag *diag);
+/* real (absolute) and every folder above it belong to root or this user;
+ * real itself writable by no one else, the folders above only if sticky.
+ * leaf_st: real's stat if the caller has it (an open file's), else NULL.
+ * ZF_EPERM with the offending component (trust.c). */
+zf_err zfi_trust_check(const char *real, const struct stat *leaf_st);
 void zfi_unload_node(zfi_loaded *l, bool keep_mapped);
 
 /* UUID v4 (uuid.c). */
