@@ -7,10 +7,12 @@
 #include "zfd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -138,20 +140,59 @@ static bool under(const char *real, const char *dir_slash)
     return !strncmp(real, dir_slash, strlen(dir_slash));
 }
 
-/* Node code must come from --lib-path folders (or the descriptor's folder
- * when allowed). Returns NULL, or an error response. */
-static char *check_sources(zfd_daemon *d, const zf_flow *f, const char *desc_path)
+/* With --allow-descriptor-dir: the descriptor's folder, verified by the
+ * daemon itself, or NULL with why in `why`. A client's `path` is only a
+ * claim: zfd opens that file, resolves it to its real path, and widens the
+ * allowed set only if it holds exactly the text deployed and its folder
+ * passes the --lib-path checks (no one but root or this user can change
+ * it). */
+static char *verified_descriptor_dir(zfd_daemon *d, const zf_request *req, char *why, size_t len)
 {
-    char *desc_dir = NULL;
-    if (d->allow_descriptor_dir) {
-        char *copy = strdup(desc_path);
-        char *slash = copy ? strrchr(copy, '/') : NULL;
-        if (slash) {
-            slash[1] = '\0';
-            desc_dir = zfd_real_dir(copy);
-        }
-        free(copy);
+    why[0] = '\0';
+    int fd = open(req->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    char proc[64], real[PATH_MAX];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    ssize_t k = fd >= 0 ? readlink(proc, real, sizeof real - 1) : -1;
+    size_t want = strlen(req->descriptor);
+    char *text = NULL;
+    if (fd < 0 || k <= 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (size_t)st.st_size != want || !(text = malloc(want + 1))) {
+        snprintf(why, len, "the daemon cannot read %s as the deployed descriptor (%s)", req->path,
+                 fd < 0 ? strerror(errno) : "not a regular file of that length");
+        goto fail;
     }
+    size_t got = 0;
+    for (ssize_t r; got < want && (r = read(fd, text + got, want - got)) > 0;)
+        got += (size_t)r;
+    if (got != want || memcmp(text, req->descriptor, want) != 0) {
+        snprintf(why, len, "%s does not hold the descriptor deployed", req->path);
+        goto fail;
+    }
+    real[k] = '\0';
+    *strrchr(real, '/') = '\0';
+    char *dir = zfd_real_dir(real[0] ? real : "/");
+    if (dir && !d->allow_writable && zf_code_path_check(dir) != ZF_OK) {
+        snprintf(why, len, "%s", zf_last_error());
+        free(dir);
+        dir = NULL;
+    }
+    free(text);
+    close(fd);
+    return dir;
+fail:
+    free(text);
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+/* Node code must come from --lib-path folders (or desc_dir, the verified
+ * descriptor's folder). Returns NULL, or an error response; desc_why says
+ * why the descriptor's folder is not allowed. */
+static char *check_sources(zfd_daemon *d, const zf_flow *f, const char *desc_dir,
+                           const char *desc_why)
+{
     char msg[2048] = "";
     for (size_t i = 0; i < zf_flow_node_count(f); i++) {
         const char *src = zf_flow_node_source(f, i);
@@ -171,7 +212,6 @@ static char *check_sources(zfd_daemon *d, const zf_flow *f, const char *desc_pat
         }
         free(real);
     }
-    free(desc_dir);
     if (!msg[0])
         return NULL;
     jw w;
@@ -180,10 +220,12 @@ static char *check_sources(zfd_daemon *d, const zf_flow *f, const char *desc_pat
         jw_str(&w, NULL, d->lib_paths[k]);
     char *dirs = jw_steal(&w);
     char *r = zf_response_error(ZF_EPERM,
-                                "%s. This daemon loads node code only from: %s%s (start zfd with "
-                                "--lib-path DIR%s)",
+                                "%s. This daemon loads node code only from: %s%s%s%s%s (start zfd "
+                                "with --lib-path DIR%s)",
                                 msg, d->n_lib_paths ? dirs : "(no --lib-path given)",
                                 d->allow_descriptor_dir ? " and the descriptor's folder" : "",
+                                desc_why[0] ? " (not allowed here: " : "", desc_why,
+                                desc_why[0] ? ")" : "",
                                 d->allow_descriptor_dir ? "" : ", or --allow-descriptor-dir");
     free(dirs);
     return r;
@@ -229,7 +271,9 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
     size_t n_dirs = 0;
     for (size_t i = 0; i < d->n_lib_paths && n_dirs < ZFD_MAX_LIB_PATHS; i++)
         dirs[n_dirs++] = d->lib_paths[i];
-    char *desc_dir = d->allow_descriptor_dir ? zfd_real_dir(dir[0] ? dir : "/") : NULL;
+    char desc_why[512] = "";
+    char *desc_dir =
+        d->allow_descriptor_dir ? verified_descriptor_dir(d, req, desc_why, sizeof desc_why) : NULL;
     if (desc_dir)
         dirs[n_dirs++] = desc_dir;
     static const char *const nowhere[] = {"/nonexistent-zflow-lib-path/"};
@@ -246,10 +290,12 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
         resp = diag_error(e, "the descriptor is invalid", dg);
         goto out;
     }
-    if ((resp = check_sources(d, f, req->path)) || (resp = check_mapping(d, f)))
+    if ((resp = check_sources(d, f, desc_dir, desc_why)) || (resp = check_mapping(d, f)))
         goto out;
-    zf_instance_options io = {
-        .name = req->name, .code_dirs = fo.include_dirs, .n_code_dirs = fo.n_include_dirs};
+    zf_instance_options io = {.name = req->name,
+                              .code_dirs = fo.include_dirs,
+                              .n_code_dirs = fo.n_include_dirs,
+                              .allow_writable_code = d->allow_writable};
     zf_instance *inst = NULL;
     e = zf_instance_create(d->rt, f, &io, dg, &inst);
     if (e != ZF_OK) {

@@ -42,6 +42,10 @@ static void help(FILE *out)
             "  --lib-path DIR         load node code (libraries, Python files) only from DIR;\n"
             "                         repeatable\n"
             "  --allow-descriptor-dir also allow node code from the deployed descriptor's folder\n"
+            "                         (one the daemon can read and only root or its user can\n"
+            "                         change)\n"
+            "  --allow-writable-lib-path  accept code folders and files that users other than\n"
+            "                         root and the daemon's could change (logged; unsafe)\n"
             "  --config FILE          YAML: name, socket, lib_paths, workers, log,\n"
             "                         allow_descriptor_dir (options given here win)\n"
             "  --workers N            worker threads (default: one per CPU)\n"
@@ -57,6 +61,7 @@ typedef struct opts {
     unsigned workers;
     size_t max_instances;
     bool allow_descriptor_dir;
+    bool allow_writable;
     bool log_set;
 } opts;
 
@@ -128,6 +133,8 @@ static void parse_args(int argc, char **argv, opts *o)
             o->log_set = true;
         } else if (!strcmp(a, "--allow-descriptor-dir")) {
             o->allow_descriptor_dir = true;
+        } else if (!strcmp(a, "--allow-writable-lib-path")) {
+            o->allow_writable = true;
         } else {
             die("unknown argument '%s' (see zfd --help)", a);
         }
@@ -158,8 +165,13 @@ static zf_config *read_config(opts *o)
     }
     zf_diag_free(dg);
     free(text);
-    static const char *const known[] = {"name",    "socket", "lib_paths",
-                                        "workers", "log",    "allow_descriptor_dir"};
+    static const char *const known[] = {"name",
+                                        "socket",
+                                        "lib_paths",
+                                        "workers",
+                                        "log",
+                                        "allow_descriptor_dir",
+                                        "allow_writable_lib_path"};
     for (size_t i = 0; i < zf_config_len(c); i++) {
         const char *key = zf_config_key_at(c, i);
         bool ok = false;
@@ -167,7 +179,7 @@ static zf_config *read_config(opts *o)
             ok = key && !strcmp(key, known[j]);
         if (!ok)
             die("--config %s: unknown field '%s' (expected name, socket, lib_paths, workers, "
-                "log, allow_descriptor_dir)",
+                "log, allow_descriptor_dir, allow_writable_lib_path)",
                 o->config, key ? key : "?");
     }
     const char *s = NULL;
@@ -189,6 +201,8 @@ static zf_config *read_config(opts *o)
     bool allow = false;
     if (zf_config_bool(c, "allow_descriptor_dir", false, &allow) == ZF_OK && allow)
         o->allow_descriptor_dir = true;
+    if (zf_config_bool(c, "allow_writable_lib_path", false, &allow) == ZF_OK && allow)
+        o->allow_writable = true;
     return c;
 }
 
@@ -212,6 +226,7 @@ int main(int argc, char **argv)
 
     zfd_daemon d = {.name = strdup(o.name),
                     .allow_descriptor_dir = o.allow_descriptor_dir,
+                    .allow_writable = o.allow_writable,
                     .max_instances = o.max_instances ? o.max_instances : 256};
     pthread_mutex_init(&d.mu, NULL);
     d.lib_paths = calloc(o.n_lib_paths + 1, sizeof *d.lib_paths);
@@ -219,6 +234,16 @@ int main(int argc, char **argv)
         char *real = zfd_real_dir(o.lib_paths[i]);
         if (!real)
             die("--lib-path %s: %s", o.lib_paths[i], strerror(errno));
+        /* Another user able to change a library there would run code in
+         * this daemon: refused unless explicitly overridden. */
+        if (zf_code_path_check(real) != ZF_OK) {
+            if (!o.allow_writable)
+                die("--lib-path %s: %s (fix the folder's owner or mode, or start zfd with "
+                    "--allow-writable-lib-path)",
+                    o.lib_paths[i], zf_last_error());
+            zfd_log(ZF_LOG_WARN, "--lib-path %s accepted by --allow-writable-lib-path: %s",
+                    o.lib_paths[i], zf_last_error());
+        }
         d.lib_paths[d.n_lib_paths++] = real;
     }
     zf_runtime_options ro = {.workers = o.workers, .worker = o.name};

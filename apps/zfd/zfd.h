@@ -18,6 +18,7 @@ typedef struct zfd_daemon {
     char **lib_paths; /* allowed folders, real paths */
     size_t n_lib_paths;
     bool allow_descriptor_dir;
+    bool allow_writable; /* --allow-writable-lib-path: code others can change */
     size_t max_instances;
     zf_runtime *rt;
     pthread_mutex_t mu; /* the instance table */
