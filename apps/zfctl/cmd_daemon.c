@@ -115,7 +115,24 @@ static const zf_config *call(const daemon_args *a, zf_request *req, zf_config **
         *rc = EXIT_DAEMON;
         return NULL;
     }
-    e = zf_client_call(c, req, tree, 60000);
+    /* A live daemon answers hello at once; a socket that accepts and never
+     * answers (its daemon died, a process it forked holds it) must not keep
+     * zfctl waiting for the request's own 60 s. */
+    zf_request hello = {.version = ZF_PROTOCOL_VERSION, .op = ZF_OP_HELLO};
+    e = zf_client_call(c, &hello, tree, ZF_CONTROL_PROBE_MS);
+    zf_config_free(*tree);
+    *tree = NULL;
+    if (e == ZF_ETIMEDOUT || e == ZF_ECLOSED) {
+        fprintf(stderr,
+                "zfctl %s: %s accepts connections but no daemon answers (%s): its daemon died "
+                "and a process it started may hold the socket; restart zfd\n",
+                a->cmd, path, zf_last_error());
+        zf_client_close(c);
+        *rc = EXIT_DAEMON;
+        return NULL;
+    }
+    if (e == ZF_OK)
+        e = zf_client_call(c, req, tree, 60000);
     zf_client_close(c);
     if (e != ZF_OK) {
         fprintf(stderr, "zfctl %s: %s\n", a->cmd, zf_last_error());
@@ -134,10 +151,12 @@ static const zf_config *call(const daemon_args *a, zf_request *req, zf_config **
             free(j);
         }
         fprintf(stderr, "zfctl %s: %s (%s)\n", a->cmd, msg, code);
-        *rc = !strcmp(code, "ZF_EPARSE") || !strcmp(code, "ZF_EINVAL") ||
-                      !strcmp(code, "ZF_EABI") || !strcmp(code, "ZF_ETYPE")
-                  ? EXIT_INVALID
-                  : EXIT_FAIL;
+        /* 3 is for an invalid descriptor or node library: only a deploy's */
+        *rc =
+            req->op == ZF_OP_DEPLOY && (!strcmp(code, "ZF_EPARSE") || !strcmp(code, "ZF_EINVAL") ||
+                                        !strcmp(code, "ZF_EABI") || !strcmp(code, "ZF_ETYPE"))
+                ? EXIT_INVALID
+                : EXIT_FAIL;
         return NULL;
     }
     return zf_config_get(*tree, "result");

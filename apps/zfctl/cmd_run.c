@@ -136,7 +136,8 @@ int cmd_run(int argc, char **argv)
         zf_diag_free(diag);
         zf_runtime_destroy(rt);
         zf_flow_free(flow);
-        return err == ZF_ENODE ? EXIT_FAIL : EXIT_INVALID;
+        /* an init that failed or never returned is the dataflow failing */
+        return err == ZF_ENODE || err == ZF_ETIMEDOUT ? EXIT_FAIL : EXIT_INVALID;
     }
     zf_diag_free(diag);
     printf("zflow: running '%s' (instance %s)", zf_flow_name(flow), zf_instance_uuid(inst));
@@ -189,8 +190,11 @@ int cmd_run(int argc, char **argv)
         zf_instance_stats_free(s);
     }
     print_report(stdout, &rep);
+    if (rep.nodes_abandoned)
+        fprintf(stderr, "zfctl run: %llu node(s) abandoned at stop (stuck in a callback or fini)\n",
+                (unsigned long long)rep.nodes_abandoned);
     zf_instance_destroy(inst);
     zf_runtime_destroy(rt);
     zf_flow_free(flow);
-    return rep.bytes_leaked ? EXIT_FAIL : EXIT_OK;
+    return rep.bytes_leaked || rep.nodes_abandoned ? EXIT_FAIL : EXIT_OK;
 }

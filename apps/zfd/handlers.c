@@ -231,6 +231,8 @@ static char *check_sources(zfd_daemon *d, const zf_flow *f, const char *desc_dir
     return r;
 }
 
+static void log_report(const char *uuid, const char *name, const zf_stop_report *r);
+
 static char *check_mapping(zfd_daemon *d, const zf_flow *f)
 {
     for (size_t i = 0; i < zf_flow_node_count(f); i++) {
@@ -316,6 +318,21 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
     en->created = time(NULL);
     en->created_ns = zf_clock_ns();
     en->refs = 1; /* the table's */
+    if (atomic_load(&d->stopping)) {
+        /* SIGTERM came while this deploy ran: the daemon destroys what it
+         * hosts; say so rather than hand out an instance about to go. */
+        zf_stop_report r;
+        zf_instance_stop(inst, &r);
+        log_report(en->uuid, en->name, &r);
+        zf_instance_destroy(inst);
+        zf_flow_free(en->flow);
+        free(en->name);
+        free(en);
+        resp = zf_response_error(ZF_ECLOSED,
+                                 "zfd is shutting down (SIGTERM): the instance was created, then "
+                                 "destroyed again; deploy it to the daemon that replaces this one");
+        goto out;
+    }
     if (req->start)
         zf_instance_start(inst);
     pthread_mutex_lock(&d->mu);
@@ -344,6 +361,8 @@ out:
     free(desc_dir);
     return resp;
 }
+
+static void abandoned_json(zfd_daemon *d, jw *w, const char *uuid);
 
 /* ---- list, status ---- */
 
@@ -466,6 +485,7 @@ static char *status(zfd_daemon *d, entry *e)
         jw_end_obj(&w);
     }
     jw_end_arr(&w);
+    abandoned_json(d, &w, e->uuid);
     jw_end_obj(&w);
     zf_instance_stats_free(s);
     return ok(&w);
@@ -560,6 +580,35 @@ void zfd_destroy_all(zfd_daemon *d)
     }
 }
 
+/* ---- abandoned threads ---- */
+
+/* "abandoned_threads": [...] of the whole daemon (uuid NULL) or of one
+ * instance: threads left inside node code, which may still burn a core. */
+static void abandoned_json(zfd_daemon *d, jw *w, const char *uuid)
+{
+    zf_abandoned_thread *t = NULL;
+    size_t n = 0;
+    zf_runtime_abandoned(d->rt, &t, &n);
+    uint64_t now = zf_clock_ns();
+    jw_arr(w, "abandoned_threads");
+    for (size_t i = 0; i < n; i++) {
+        if (uuid && strcmp(uuid, t[i].instance) != 0)
+            continue;
+        jw_obj(w, NULL);
+        jw_str(w, "node", t[i].node);
+        jw_str(w, "instance", t[i].instance);
+        jw_str(w, "instance_name", t[i].instance_name);
+        jw_str(w, "in", t[i].in);
+        jw_int(w, "tid", t[i].tid);
+        jw_bool(w, "alive", t[i].alive);
+        jw_num(w, "cpu_s", (double)t[i].cpu_ns / 1e9);
+        jw_num(w, "for_s", (double)(now - t[i].since_ns) / 1e9);
+        jw_end_obj(w);
+    }
+    jw_end_arr(w);
+    free(t);
+}
+
 /* ---- dispatch ---- */
 
 static char *workers(zfd_daemon *d)
@@ -578,6 +627,7 @@ static char *workers(zfd_daemon *d)
     jw_num(&w, "uptime_s", (double)(zf_clock_ns() - d->started_ns) / 1e9);
     jw_str(&w, "address", d->socket);
     jw_str(&w, "version", ZF_VERSION_STRING);
+    abandoned_json(d, &w, NULL);
     jw_end_obj(&w);
     jw_end_arr(&w);
     jw_end_obj(&w);

@@ -10,12 +10,100 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 static zf_log_level log_level = ZF_LOG_INFO;
+
+/* ---- a node that crashes or exits takes zfd with it: say so ---- */
+
+static atomic_bool orderly_exit; /* main is returning, or refused to start */
+
+/* Append s to buf (async-signal-safe). */
+static size_t put(char *buf, size_t len, size_t at, const char *s)
+{
+    while (*s && at + 1 < len)
+        buf[at++] = *s++;
+    return at;
+}
+
+static size_t put_num(char *buf, size_t len, size_t at, long v)
+{
+    char d[24];
+    size_t k = 0;
+    unsigned long u = v < 0 ? (unsigned long)-v : (unsigned long)v;
+    do
+        d[k++] = (char)('0' + u % 10);
+    while ((u /= 10) && k < sizeof d);
+    if (v < 0 && at + 1 < len)
+        buf[at++] = '-';
+    while (k && at + 1 < len)
+        buf[at++] = d[--k];
+    return at;
+}
+
+/* One line on stderr with write(2) only: the name of the node whose code
+ * runs on this thread (zf_crash_context), what happened, what follows. */
+static void last_words(const char *what, long num, const char *then)
+{
+    char line[768], ctx[400];
+    size_t k = put(line, sizeof line, 0, "zfd: ");
+    k = put(line, sizeof line, k, what);
+    if (num >= 0) {
+        k = put(line, sizeof line, k, " (");
+        k = put_num(line, sizeof line, k, num);
+        k = put(line, sizeof line, k, ")");
+    }
+    k = put(line, sizeof line, k, " in ");
+    k = put(line, sizeof line, k, zf_crash_context(ctx, sizeof ctx) ? ctx : "zfd's own code");
+    k = put(line, sizeof line, k, " (pid ");
+    k = put_num(line, sizeof line, k, (long)getpid());
+    k = put(line, sizeof line, k, "); ");
+    k = put(line, sizeof line, k, then);
+    k = put(line, sizeof line, k, "\n");
+    ssize_t w = write(STDERR_FILENO, line, k);
+    (void)w;
+}
+
+static void on_fatal(int sig)
+{
+    const char *name = sig == SIGSEGV   ? "fatal signal SIGSEGV"
+                       : sig == SIGBUS  ? "fatal signal SIGBUS"
+                       : sig == SIGILL  ? "fatal signal SIGILL"
+                       : sig == SIGFPE  ? "fatal signal SIGFPE"
+                       : sig == SIGABRT ? "fatal signal SIGABRT"
+                                        : "fatal signal";
+    last_words(name, sig, "zfd dies with it (every instance is lost; its supervisor restarts it)");
+    /* SA_RESETHAND: the default action now, with the signal's own status. */
+    raise(sig);
+}
+
+/* exit() called anywhere but main's own return (a node's code): never
+ * exit 0 because of it, so a supervisor sees a failure and restarts zfd. */
+static void on_exit_unplanned(void)
+{
+    if (atomic_load(&orderly_exit))
+        return;
+    last_words("exit() called", -1,
+               "zfd exits with status 70 (EX_SOFTWARE), not the status asked for");
+    _exit(70);
+}
+
+static void install_crash_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+        sigaction(fatal[i], &sa, NULL);
+    atexit(on_exit_unplanned);
+}
 
 void zfd_log(zf_log_level level, const char *fmt, ...)
 {
@@ -74,6 +162,7 @@ static _Noreturn void die(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
     va_end(ap);
+    atomic_store(&orderly_exit, true);
     exit(2);
 }
 
@@ -223,6 +312,7 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    install_crash_handlers();
 
     zfd_daemon d = {.name = strdup(o.name),
                     .allow_descriptor_dir = o.allow_descriptor_dir,
@@ -261,6 +351,7 @@ int main(int argc, char **argv)
     if (zf_server_start(&so, zfd_handle, &d, &srv) != ZF_OK) {
         zfd_log(ZF_LOG_ERROR, "%s", zf_last_error());
         zf_runtime_destroy(d.rt);
+        atomic_store(&orderly_exit, true);
         return 1;
     }
     zfd_log(ZF_LOG_INFO, "worker '%s' ready (pid %d, socket %s, %zu lib path%s)", d.name,
@@ -276,18 +367,26 @@ int main(int argc, char **argv)
         }
         break;
     }
-    if (!zf_server_stop(srv)) {
-        /* A handler is stuck (a node's init or fini that never returns): it
-         * still uses the runtime; do not free it under it. */
+    atomic_store(&d.stopping, true);
+    const char *signame = sig == SIGINT ? "SIGINT" : "SIGTERM";
+    bool clean = zf_server_stop(srv);
+    /* Every instance in the table is destroyed gracefully, even when a
+     * request is stuck (a node's init or fini that ignores its bound): that
+     * request's instance is not in the table. */
+    pthread_mutex_lock(&d.mu);
+    size_t count = d.count;
+    pthread_mutex_unlock(&d.mu);
+    zfd_log(ZF_LOG_INFO, "%s: destroying %zu instance(s), then exiting", signame, count);
+    zfd_destroy_all(&d);
+    if (!clean) {
+        /* The stuck request still uses the runtime: do not free it. */
         zfd_log(ZF_LOG_ERROR,
-                "%s: a request is still running after 30 s (a node's init or fini "
-                "does not return); exiting without destroying instances",
-                sig == SIGINT ? "SIGINT" : "SIGTERM");
+                "%s: a request was still running after 30 s (a node's init or fini does not "
+                "return); every other instance was destroyed; exiting with status 1",
+                signame);
+        atomic_store(&orderly_exit, true);
         return 1;
     }
-    zfd_log(ZF_LOG_INFO, "%s: destroying %zu instance(s), then exiting",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", d.count);
-    zfd_destroy_all(&d);
     zf_runtime_destroy(d.rt);
     for (size_t i = 0; i < d.n_lib_paths; i++)
         free(d.lib_paths[i]);
@@ -297,5 +396,6 @@ int main(int argc, char **argv)
     zf_config_free(cfg);
     pthread_mutex_destroy(&d.mu);
     zfd_log(ZF_LOG_INFO, "bye");
+    atomic_store(&orderly_exit, true);
     return 0;
 }

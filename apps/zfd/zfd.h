@@ -6,6 +6,7 @@
 #include <zflow/zflow.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -24,8 +25,9 @@ typedef struct zfd_daemon {
     pthread_mutex_t mu; /* the instance table */
     entry *list;
     size_t count;
-    uint64_t started_ns; /* zf_clock_ns at start */
-    const char *socket;  /* for `workers` */
+    uint64_t started_ns;  /* zf_clock_ns at start */
+    const char *socket;   /* for `workers` */
+    atomic_bool stopping; /* SIGTERM or SIGINT received */
 } zfd_daemon;
 
 /* The request handler (zf_server_handler). */

@@ -592,6 +592,31 @@ ZF_EXPORT zf_err zf_runtime_create(const zf_runtime_options *opt, zf_runtime **o
 /** Stop the workers. Every instance must have been destroyed first. */
 ZF_EXPORT void zf_runtime_destroy(zf_runtime *rt);
 
+/** A thread the runtime left behind inside node code: a callback stuck at
+ *  stop, or an init or fini that outlived its bound (ten times the node's
+ *  hang_timeout). It may spin forever; it is never killed (it runs in this
+ *  process), only shown. */
+typedef struct zf_abandoned_thread {
+    const char *node;          /**< the node's id */
+    const char *instance;      /**< its instance's UUID */
+    const char *instance_name; /**< its instance's name */
+    const char *in;            /**< "callback", "init" or "fini" */
+    int tid;                   /**< the thread's kernel id (0: unknown) */
+    bool alive;                /**< the thread still exists */
+    uint64_t cpu_ns;           /**< CPU time the thread has used (if alive) */
+    uint64_t since_ns;         /**< zf_clock_ns when it was abandoned */
+} zf_abandoned_thread;
+
+/** Every thread abandoned so far, oldest first: *out is one array the
+ *  caller frees with free() (the strings live in the runtime, valid until
+ *  zf_runtime_destroy), *n its length (0 and NULL when none). ZF_ENOMEM. */
+ZF_EXPORT zf_err zf_runtime_abandoned(zf_runtime *rt, zf_abandoned_thread **out, size_t *n);
+
+/** The node whose code runs on the calling thread, as "node 'ID' of
+ *  instance UUID (NAME)", into buf (len bytes, NUL-terminated); 0 (and buf
+ *  "") when none does. Async-signal-safe: for a crash handler. */
+ZF_EXPORT size_t zf_crash_context(char *buf, size_t len);
+
 typedef enum zf_instance_state {
     ZF_INSTANCE_CREATED = 0,
     ZF_INSTANCE_RUNNING,
@@ -817,7 +842,18 @@ typedef struct zf_server_options {
     unsigned max_clients;   /**< connections at once; 0: 64 */
     int idle_timeout_ms;    /**< close a connection idle this long; 0: 60 s */
     int request_timeout_ms; /**< a started frame must complete within; 0: 5 s */
+    /** a new connection's first request must begin within; 0: 5 s */
+    int first_request_timeout_ms;
+    /** connections one uid may hold; 0: half of max_clients. When full (or
+     *  a uid holds its share), the connection idle the longest (of that
+     *  uid) is closed to make room; a request being served never is. */
+    unsigned max_per_uid;
 } zf_server_options;
+
+/** How long a client waits for a daemon's answer to hello before taking the
+ *  socket for a stale one (its daemon died, a process it forked holds the
+ *  socket open): zf_server_start then replaces the socket, zfctl gives up. */
+#define ZF_CONTROL_PROBE_MS 2000
 
 typedef struct zf_server zf_server;
 
@@ -833,8 +869,9 @@ ZF_EXPORT zf_err zf_server_start(const zf_server_options *opt, zf_server_handler
 /** The socket path the server listens on (owned by the server). */
 ZF_EXPORT const char *zf_server_path(const zf_server *s);
 
-/** Stop accepting, finish the requests in progress (waiting up to 30 s),
- *  close every connection, remove the socket file, free the server. Returns
+/** Stop accepting, finish the requests in progress (waiting up to 30 s; each
+ *  still gets its answer), close every connection, remove the socket file,
+ *  free the server. Returns
  *  false when a request was still running after 30 s: its handler may still
  *  use what it was given, so the caller must not free that. */
 ZF_EXPORT bool zf_server_stop(zf_server *s);

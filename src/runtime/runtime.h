@@ -54,6 +54,7 @@ struct zf_node {
     const zf_node_decl *decl;
     void *state;
     bool initialized;
+    bool fini_abandoned; /* its fini outlived its bound */
 
     size_t n_in, n_out; /* library port counts */
     zf_link **in;       /* by library input index */
@@ -77,6 +78,7 @@ struct zf_node {
      * names the callback, so a compare-and-swap acts on that one only. */
     _Atomic uint64_t cb_word;
     zf_data *cb_capsule; /* the capsule the running on_input holds */
+    int tid;             /* the thread that last entered its code (abandoned-thread reports) */
     /* The capsules a step popped from input batch_port and has not yet
      * delivered: batch[batch_next..batch_end). The running worker's, or,
      * once the node is abandoned, the stopper's (zfi_node_abandon puts them
@@ -133,6 +135,7 @@ struct zf_instance {
     atomic_bool sources_stopped; /* suspended or draining: sources idle */
     atomic_bool halted;          /* past the drain: run no more callbacks */
     bool stopped;
+    bool init_abandoned; /* an init outlived its bound: never free */
     zf_stop_report report;
     size_t sinks_left;
     struct zf_instance *next_in_rt; /* runtime's list (under rt->mu) */
@@ -169,6 +172,7 @@ struct zf_runtime {
     unsigned stuck_workers;  /* in abandoned nodes: never come back */
     bool shutdown;
     zf_instance *instances;
+    struct zfi_abandoned *abandoned; /* threads left in node code (lifecycle.c) */
 
     /* timers and watchdog */
     pthread_t timer_thread;
@@ -176,6 +180,14 @@ struct zf_runtime {
     pthread_cond_t timer_cv;
     bool timer_stop;
 };
+
+/* This thread's kernel id (lifecycle.c), cached per thread. */
+extern ZFI_TLS int zfi_tls_tid;
+int zfi_tid_slow(void);
+static inline int zfi_tid(void)
+{
+    return zfi_tls_tid ? zfi_tls_tid : zfi_tid_slow();
+}
 
 /* Run node code on this thread: capsules it allocates come from its pool,
  * pinned ones count in its instance, references it takes count as its own.
@@ -188,6 +200,7 @@ static inline zfi_ctx zfi_node_enter(zf_node *n)
     ctx->acct = n->inst->acct;
     ctx->node = n;
     ctx->held = &n->held;
+    n->tid = zfi_tid();
     return saved;
 }
 
@@ -234,8 +247,10 @@ void zfi_node_set_state(zf_node *n, zf_node_state s, const char *fmt, ...) ZF_PR
 void zfi_node_close_outputs(zf_node *n);
 /* Sinks: one more saw end of stream (instance.c). */
 void zfi_instance_sink_done(zf_instance *inst);
-/* Fini every initialized, non-abandoned node, sinks first (instance.c). */
-void zfi_instance_fini_nodes(zf_instance *inst);
+/* Fini every initialized, non-abandoned node, sinks first, each bounded
+ * (zfi_lifecycle_call); one abandoned is counted in r (may be NULL) and
+ * named in the log (instance.c). */
+void zfi_instance_fini_nodes(zf_instance *inst, zf_stop_report *r);
 /* Free the instance and everything it owns (instance.c). */
 void zfi_instance_free(zf_instance *inst);
 
@@ -252,6 +267,23 @@ zf_err zfi_load_node(const zfi_node *nd, const char *file, char *const *code_dir
  * ZF_EPERM with the offending component (trust.c). */
 zf_err zfi_trust_check(const char *real, const struct stat *leaf_st);
 void zfi_unload_node(zfi_loaded *l, bool keep_mapped);
+
+/* Bounded init and fini, abandoned threads (lifecycle.c). */
+typedef struct zfi_abandoned {
+    char node[128], instance[37], name[128], in[16];
+    int tid;
+    uint64_t since_ns;
+    struct zfi_abandoned *next;
+} zfi_abandoned;
+/* Run n's init (fini false; its state is stored in n->state) or fini on a
+ * thread of its own and wait at most zfi_lifecycle_bound_ns. True when it
+ * returned (*result: init's result); false when it was abandoned (n is
+ * marked abandoned and recorded: never free it). */
+bool zfi_lifecycle_call(zf_node *n, bool fini, zf_err *result);
+int64_t zfi_lifecycle_bound_ns(const zf_node *n);
+/* Record a thread left inside n's code ("callback", "init", "fini"). */
+void zfi_abandoned_add(zf_node *n, const char *in, int tid);
+void zfi_abandoned_free_all(zf_runtime *rt);
 
 /* UUID v4 (uuid.c). */
 void zfi_uuid_v4(char out[37]);
