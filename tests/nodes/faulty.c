@@ -9,9 +9,10 @@
  *     fork              init forks a child that sleeps child_s seconds
  *                       (without exec: it inherits every descriptor)
  *     spin              the first on_input spins forever (a core burnt)
- *   sleep_ms: 0, child_s: 30 */
+ *   sleep_ms: 0, child_s: 30, pidfile: ""  (fork: the child's pid is written there) */
 #include <zflow/zflow.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -46,9 +47,19 @@ static zf_err faulty_init(zf_node *n, void **state)
         struct timespec ts = {f->sleep_ms / 1000, (f->sleep_ms % 1000) * 1000000};
         nanosleep(&ts, NULL);
     }
-    if (!strcmp(f->mode, "fork") && fork() == 0) {
-        sleep((unsigned)f->child_s);
-        _exit(0);
+    if (!strcmp(f->mode, "fork")) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            sleep((unsigned)f->child_s);
+            _exit(0);
+        }
+        const char *pidfile = NULL;
+        zf_config_string(c, "pidfile", NULL, &pidfile);
+        FILE *p = pidfile ? fopen(pidfile, "w") : NULL;
+        if (p) {
+            fprintf(p, "%d\n", (int)pid);
+            fclose(p);
+        }
     }
     return ZF_OK;
 }
