@@ -16,8 +16,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static zf_log_level log_level = ZF_LOG_INFO;
-
 /* ---- a node that crashes or exits takes zfd with it: say so ---- */
 
 static atomic_bool orderly_exit; /* main is returning, or refused to start */
@@ -103,18 +101,6 @@ static void install_crash_handlers(void)
     for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
         sigaction(fatal[i], &sa, NULL);
     atexit(on_exit_unplanned);
-}
-
-void zfd_log(zf_log_level level, const char *fmt, ...)
-{
-    if (level > log_level)
-        return;
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    zf_log_stderr(NULL, level, "zfd", msg);
 }
 
 static void help(FILE *out)
@@ -217,7 +203,7 @@ static void parse_args(int argc, char **argv, opts *o)
                 die("--max-instances takes a number from 1 to 4000");
             o->max_instances = (size_t)m;
         } else if (!strncmp(a, "--log", 5)) {
-            if (zf_log_level_parse(value(argc, argv, &i), &log_level) != ZF_OK)
+            if (zf_log_level_parse(value(argc, argv, &i), &zfd_log_level) != ZF_OK)
                 die("--log: %s", zf_last_error());
             o->log_set = true;
         } else if (!strcmp(a, "--allow-descriptor-dir")) {
@@ -285,7 +271,7 @@ static zf_config *read_config(opts *o)
     if (!o->workers && zf_config_int(c, "workers", 0, &w) == ZF_OK && w > 0 && w <= 256)
         o->workers = (unsigned)w;
     if (!o->log_set && zf_config_string(c, "log", NULL, &s) == ZF_OK && s &&
-        zf_log_level_parse(s, &log_level) != ZF_OK)
+        zf_log_level_parse(s, &zfd_log_level) != ZF_OK)
         die("--config %s: log: %s", o->config, zf_last_error());
     bool allow = false;
     if (zf_config_bool(c, "allow_descriptor_dir", false, &allow) == ZF_OK && allow)
@@ -302,7 +288,7 @@ int main(int argc, char **argv)
     zf_config *cfg = o.config ? read_config(&o) : NULL;
     if (!o.name || !*o.name)
         die("--name NAME is required (this worker's name, as in descriptors' mapping)");
-    zf_log_set(zf_log_stderr, NULL, log_level);
+    zf_log_set(zf_log_stderr, NULL, zfd_log_level);
 
     /* Signals are taken by sigwait below; every thread inherits the mask. */
     sigset_t sigs;

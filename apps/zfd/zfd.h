@@ -36,7 +36,9 @@ char *zfd_handle(void *arg, const zf_request *req, const zf_peer *peer);
 /* Destroy every instance gracefully, logging each stop report. */
 void zfd_destroy_all(zfd_daemon *d);
 
-/* Log a line of the daemon's own (stderr, with level and timestamp). */
+/* Log a line of the daemon's own (stderr, with level and timestamp), at
+ * most zfd_log_level (log.c). */
+extern zf_log_level zfd_log_level;
 void zfd_log(zf_log_level level, const char *fmt, ...) ZF_PRINTF(2, 3);
 
 /* A folder allowed for node code: its real path, or NULL (and why). */

@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,24 +19,14 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-void zfd_log(zf_log_level level, const char *fmt, ...)
-{
-    if (!getenv("ZF_FUZZ_LOG"))
-        return;
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    zf_log_stderr(NULL, level, "zfd", msg);
-}
-
 static zfd_daemon daemon_;
 static zf_server *server;
 static char sock_path[108];
 
 static void start(void)
 {
+    /* ZF_FUZZ_LOG=1: every log line of the library and of zfd's handlers */
+    zfd_log_level = getenv("ZF_FUZZ_LOG") ? ZF_LOG_DEBUG : ZF_LOG_ERROR;
     if (getenv("ZF_FUZZ_LOG"))
         zf_log_set(zf_log_stderr, NULL, ZF_LOG_DEBUG);
     char dir[] = "/tmp/zf-fuzz-server-XXXXXX";
