@@ -75,7 +75,13 @@ static void start_daemon_with(const char *const *args, bool keep_socket)
         FILE *f = freopen(log_path, "w", stderr);
         (void)f;
         /* Keep ASan's quarantine from looking like growth in the RSS test. */
-        setenv("ASAN_OPTIONS", "quarantine_size_mb=1:detect_leaks=0", 1);
+        /* and let zfd's crash handler (not the sanitizer's) report a SIGSEGV */
+        setenv("ASAN_OPTIONS", "quarantine_size_mb=1:detect_leaks=0:allow_user_segv_handler=1", 1);
+        const char *tsan = getenv("TSAN_OPTIONS");
+        char topts[512];
+        snprintf(topts, sizeof topts, "%s%sallow_user_segv_handler=1", tsan ? tsan : "",
+                 tsan && *tsan ? ":" : "");
+        setenv("TSAN_OPTIONS", topts, 1);
         execv(zfd_bin, (char *const *)argv);
         _exit(127);
     }

@@ -4,7 +4,7 @@
  *     init_sleep        init sleeps sleep_ms, then succeeds
  *     fini_hang         fini never returns
  *     exit0             the first on_input calls exit(0)
- *     segv              the first on_input writes through a NULL pointer
+ *     segv              the first on_input writes to an unmapped address
  *     abort             the first on_input calls abort()
  *     fork              init forks a child that sleeps child_s seconds
  *                       (without exec: it inherits every descriptor)
@@ -12,6 +12,7 @@
  *   sleep_ms: 0, child_s: 30, pidfile: ""  (fork: the child's pid is written there) */
 #include <zflow/zflow.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,8 @@ static zf_err faulty_init(zf_node *n, void **state)
     return ZF_OK;
 }
 
-static volatile int *volatile nowhere;
+/* Not NULL (UBSan would report a null store first): an unmapped page. */
+static volatile int *volatile nowhere = (volatile int *)(uintptr_t)64;
 
 static zf_err faulty_on_input(void *state, zf_node *n, unsigned port, zf_data **d)
 {
