@@ -217,6 +217,19 @@ static void print_report_json(const zf_config *rep)
            num(rep, "bytes_leaked") ? " (LEAKED)" : " (nothing leaked)");
 }
 
+/* Threads the daemon left inside node code (they may burn a core). */
+static void print_abandoned(const zf_config *list)
+{
+    for (size_t i = 0; i < zf_config_len(list); i++) {
+        const zf_config *t = zf_config_at(list, i);
+        bool alive = false;
+        zf_config_bool(t, "alive", false, &alive);
+        printf("  abandoned thread %lld: node '%s' of %s (%s), in %s, %.2f s CPU, %s\n",
+               num(t, "tid"), str(t, "node"), str(t, "instance_name"), str(t, "instance"),
+               str(t, "in"), real(t, "cpu_s"), alive ? "still alive" : "gone");
+    }
+}
+
 static void print_status(const zf_config *r)
 {
     char a[32], b[32];
@@ -249,6 +262,7 @@ static void print_status(const zf_config *r)
                str(l, "policy"), num(l, "capacity"), num(l, "depth"), num(l, "high_water"),
                num(l, "dropped"), real(l, "throughput_per_s"));
     }
+    print_abandoned(zf_config_get(r, "abandoned_threads"));
 }
 
 static void print_workers(const zf_config *r)
@@ -259,6 +273,7 @@ static void print_workers(const zf_config *r)
         const zf_config *w = zf_config_at(list, i);
         printf("%-16s %8lld %10lld %9.0fs  %s\n", str(w, "name"), num(w, "pid"),
                num(w, "instances"), real(w, "uptime_s"), str(w, "address"));
+        print_abandoned(zf_config_get(w, "abandoned_threads"));
     }
 }
 

@@ -945,6 +945,10 @@ ZT_CASE(init_and_fini_that_never_return_under_zfd)
     zf_config_free(w);
     printf("  the abandoned spinning callback has used %.2f s of CPU\n", cpu);
     ZT_CHECK(cpu > 0.1);
+    ZT_EQ(ctl(&out, "workers", NULL), 0);
+    ZT_CONTAINS(out, "node 'bad' of spinner");
+    ZT_CONTAINS(out, "in callback");
+    free(out);
 
     ZT_EQ(ctl(&out, "ls", NULL), 0);
     ZT_CONTAINS(out, "neighbour");
