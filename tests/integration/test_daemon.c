@@ -988,6 +988,46 @@ ZT_CASE(init_and_fini_that_never_return_under_zfctl_run)
         ZT_CONTAINS(out, want[i]);
         free(out);
     }
+    /* an init bounded at 50 s (hang_timeout 5 s): SIGINT still ends it */
+    char text[2048];
+    snprintf(text, sizeof text, "%s", faulty_flow("mode: init_hang"));
+    char *h = strstr(text, "hang_timeout: 100ms");
+    ZT_CHECK(h);
+    memcpy(h, "hang_timeout: 5s   ", 19);
+    const char *file = zt_tmp_path("run-sigint.yaml"), *outp = zt_tmp_path("run-sigint.out");
+    FILE *f = fopen(file, "w");
+    ZT_CHECK(f);
+    fputs(text, f);
+    fclose(f);
+    char nodes[600];
+    snprintf(nodes, sizeof nodes, "NODES=%s", nodes_libs);
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *o = freopen(outp, "w", stderr);
+        (void)o;
+        execl(zfctl_bin, zfctl_bin, "run", file, "--var", nodes, (char *)NULL);
+        _exit(127);
+    }
+    zt_sleep_ms(500);
+    uint64_t t0 = zf_clock_ns();
+    kill(pid, SIGINT);
+    int status = 0;
+    bool done = false;
+    for (int i = 0; i < 1500 && !done; i++) {
+        done = waitpid(pid, &status, WNOHANG) == pid;
+        if (!done)
+            zt_sleep_ms(10);
+    }
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    double secs = (double)(zf_clock_ns() - t0) / 1e9;
+    printf("  zfctl run, SIGINT during an init bounded at 50 s: exit after %.2f s\n", secs);
+    ZT_CHECK(done);
+    ZT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1);
+    char buf[4096];
+    ZT_CONTAINS(zt_read_file(outp, buf, sizeof buf), "SIGINT while the nodes were initializing");
 }
 
 /* Finding 9: a node's exit(0) or SIGSEGV is logged with the node's name,
