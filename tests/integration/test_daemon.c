@@ -1034,11 +1034,12 @@ ZT_CASE(init_and_fini_that_never_return_under_zfctl_run)
  * and zfd never exits 0 because of it; the unit restarts on any exit. */
 ZT_CASE(a_node_that_exits_or_segfaults_is_named_in_the_log)
 {
-    const char *modes[] = {"mode: exit0", "mode: segv"};
-    const int status[] = {70, 128 + SIGSEGV};
+    const char *modes[] = {"mode: exit0", "mode: segv", "mode: abort"};
+    const int status[] = {70, 128 + SIGSEGV, 128 + SIGABRT};
     const char *want[] = {"exit() called in node 'bad' of instance",
-                          "fatal signal SIGSEGV (11) in node 'bad' of instance"};
-    for (int i = 0; i < 2; i++) {
+                          "fatal signal SIGSEGV (11) in node 'bad' of instance",
+                          "fatal signal SIGABRT (6) in node 'bad' of instance"};
+    for (int i = 0; i < 3; i++) {
         start_daemon();
         zf_config *r = deploy_text(faulty_flow(modes[i]), zt_tmp_path("f.yaml"), "doomed", 30000);
         zf_config_free(r);

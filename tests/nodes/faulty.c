@@ -9,6 +9,8 @@
  *     fork              init forks a child that sleeps child_s seconds
  *                       (without exec: it inherits every descriptor)
  *     spin              the first on_input spins forever (a core burnt)
+ *     bad_port          every on_input sends its capsule to output port 3
+ *                       (a sink has none) and returns what zf_send said
  *   sleep_ms: 0, child_s: 30, pidfile: ""  (fork: the child's pid is written there) */
 #include <zflow/zflow.h>
 
@@ -71,15 +73,15 @@ static volatile int *volatile nowhere = (volatile int *)(uintptr_t)64;
 static zf_err faulty_on_input(void *state, zf_node *n, unsigned port, zf_data **d)
 {
     faulty *f = state;
-    (void)n;
     (void)port;
-    (void)d;
     if (!strcmp(f->mode, "exit0"))
         exit(0);
     if (!strcmp(f->mode, "segv"))
         *nowhere = 1;
     if (!strcmp(f->mode, "abort"))
         abort();
+    if (!strcmp(f->mode, "bad_port"))
+        return zf_send(n, 3, d);
     if (!strcmp(f->mode, "spin"))
         for (volatile unsigned long i = 0;; i++)
             ;
