@@ -178,13 +178,13 @@ int cmd_run(int argc, char **argv)
     creation cr = {.rt = rt, .flow = flow, .io = &io, .diag = diag};
     int early = 0;
     zf_err err = create_interruptible(&cr, &create_sigs, &early);
-    zf_instance *inst = cr.inst;
     if (early) {
         fprintf(stderr, "zfctl run: %s while the nodes were initializing: exiting\n",
                 early == SIGINT ? "SIGINT" : "SIGTERM");
         fflush(stdout);
         _exit(EXIT_FAIL); /* an init is still running: nothing can be torn down under it */
     }
+    zf_instance *inst = cr.inst; /* the creating thread was joined */
     if (err != ZF_OK) {
         print_diag(diag);
         if (!zf_diag_count(diag))
