@@ -23,22 +23,32 @@ static zfd_daemon daemon_;
 static zf_server *server;
 static char sock_path[108];
 
+static char tmp_dir[64], lib_dir[128];
+
+/* libFuzzer ends with exit(): leave no folder behind. */
+static void cleanup(void)
+{
+    unlink(sock_path);
+    rmdir(lib_dir);
+    rmdir(tmp_dir);
+}
+
 static void start(void)
 {
     /* ZF_FUZZ_LOG=1: every log line of the library and of zfd's handlers */
     zfd_log_level = getenv("ZF_FUZZ_LOG") ? ZF_LOG_DEBUG : ZF_LOG_ERROR;
     if (getenv("ZF_FUZZ_LOG"))
         zf_log_set(zf_log_stderr, NULL, ZF_LOG_DEBUG);
-    char dir[] = "/tmp/zf-fuzz-server-XXXXXX";
-    if (!mkdtemp(dir))
+    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/zf-fuzz-server-XXXXXX");
+    if (!mkdtemp(tmp_dir))
         abort();
-    char libs[128];
-    snprintf(libs, sizeof libs, "%s/lib", dir);
-    mkdir(libs, 0755);
-    snprintf(sock_path, sizeof sock_path, "%s/zfd.sock", dir);
+    snprintf(lib_dir, sizeof lib_dir, "%s/lib", tmp_dir);
+    mkdir(lib_dir, 0755);
+    snprintf(sock_path, sizeof sock_path, "%s/zfd.sock", tmp_dir);
+    atexit(cleanup);
     daemon_.name = strdup("fuzz");
     daemon_.lib_paths = calloc(1, sizeof *daemon_.lib_paths);
-    daemon_.lib_paths[0] = zfd_real_dir(libs);
+    daemon_.lib_paths[0] = zfd_real_dir(lib_dir);
     daemon_.n_lib_paths = 1;
     daemon_.allow_descriptor_dir = true; /* its checks are fuzzed too */
     daemon_.max_instances = 4;
