@@ -115,7 +115,24 @@ static const zf_config *call(const daemon_args *a, zf_request *req, zf_config **
         *rc = EXIT_DAEMON;
         return NULL;
     }
-    e = zf_client_call(c, req, tree, 60000);
+    /* A live daemon answers hello at once; a socket that accepts and never
+     * answers (its daemon died, a process it forked holds it) must not keep
+     * zfctl waiting for the request's own 60 s. */
+    zf_request hello = {.version = ZF_PROTOCOL_VERSION, .op = ZF_OP_HELLO};
+    e = zf_client_call(c, &hello, tree, ZF_CONTROL_PROBE_MS);
+    zf_config_free(*tree);
+    *tree = NULL;
+    if (e == ZF_ETIMEDOUT || e == ZF_ECLOSED) {
+        fprintf(stderr,
+                "zfctl %s: %s accepts connections but no daemon answers (%s): its daemon died "
+                "and a process it started may hold the socket; restart zfd\n",
+                a->cmd, path, zf_last_error());
+        zf_client_close(c);
+        *rc = EXIT_DAEMON;
+        return NULL;
+    }
+    if (e == ZF_OK)
+        e = zf_client_call(c, req, tree, 60000);
     zf_client_close(c);
     if (e != ZF_OK) {
         fprintf(stderr, "zfctl %s: %s\n", a->cmd, zf_last_error());
@@ -134,10 +151,12 @@ static const zf_config *call(const daemon_args *a, zf_request *req, zf_config **
             free(j);
         }
         fprintf(stderr, "zfctl %s: %s (%s)\n", a->cmd, msg, code);
-        *rc = !strcmp(code, "ZF_EPARSE") || !strcmp(code, "ZF_EINVAL") ||
-                      !strcmp(code, "ZF_EABI") || !strcmp(code, "ZF_ETYPE")
-                  ? EXIT_INVALID
-                  : EXIT_FAIL;
+        /* 3 is for an invalid descriptor or node library: only a deploy's */
+        *rc =
+            req->op == ZF_OP_DEPLOY && (!strcmp(code, "ZF_EPARSE") || !strcmp(code, "ZF_EINVAL") ||
+                                        !strcmp(code, "ZF_EABI") || !strcmp(code, "ZF_ETYPE"))
+                ? EXIT_INVALID
+                : EXIT_FAIL;
         return NULL;
     }
     return zf_config_get(*tree, "result");
@@ -198,6 +217,19 @@ static void print_report_json(const zf_config *rep)
            num(rep, "bytes_leaked") ? " (LEAKED)" : " (nothing leaked)");
 }
 
+/* Threads the daemon left inside node code (they may burn a core). */
+static void print_abandoned(const zf_config *list)
+{
+    for (size_t i = 0; i < zf_config_len(list); i++) {
+        const zf_config *t = zf_config_at(list, i);
+        bool alive = false;
+        zf_config_bool(t, "alive", false, &alive);
+        printf("  abandoned thread %lld: node '%s' of %s (%s), in %s, %.2f s CPU, %s\n",
+               num(t, "tid"), str(t, "node"), str(t, "instance_name"), str(t, "instance"),
+               str(t, "in"), real(t, "cpu_s"), alive ? "still alive" : "gone");
+    }
+}
+
 static void print_status(const zf_config *r)
 {
     char a[32], b[32];
@@ -230,6 +262,7 @@ static void print_status(const zf_config *r)
                str(l, "policy"), num(l, "capacity"), num(l, "depth"), num(l, "high_water"),
                num(l, "dropped"), real(l, "throughput_per_s"));
     }
+    print_abandoned(zf_config_get(r, "abandoned_threads"));
 }
 
 static void print_workers(const zf_config *r)
@@ -240,6 +273,7 @@ static void print_workers(const zf_config *r)
         const zf_config *w = zf_config_at(list, i);
         printf("%-16s %8lld %10lld %9.0fs  %s\n", str(w, "name"), num(w, "pid"),
                num(w, "instances"), real(w, "uptime_s"), str(w, "address"));
+        print_abandoned(zf_config_get(w, "abandoned_threads"));
     }
 }
 

@@ -3,6 +3,7 @@
 #include "zfctl.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,8 @@ static void help(void)
            "  --drain-timeout D     bound on the graceful stop (overrides drain_timeout)\n"
            "  --log LEVEL           error, warn (default), info, debug, trace\n"
            "\n"
-           "exit status: 0 ok; 1 a node failed to start, or bytes leaked; 2 usage;\n"
+           "exit status: 0 ok; 1 a node failed to start, a node was abandoned, or bytes\n"
+           "leaked; 2 usage;\n"
            "3 invalid descriptor or node library\n");
 }
 
@@ -100,6 +102,50 @@ static void snapshot(zf_instance *inst, bool nodes)
     fflush(stdout);
 }
 
+/* Instance creation (every node's init, each bounded by the runtime) on a
+ * thread of its own, so that SIGINT / SIGTERM still end zfctl run while an
+ * init takes its time: the thread tells the main one with SIGUSR1. */
+typedef struct creation {
+    zf_runtime *rt;
+    const zf_flow *flow;
+    const zf_instance_options *io;
+    zf_diag *diag;
+    zf_instance *inst;
+    zf_err err;
+    pthread_t main_thread;
+} creation;
+
+static void *create_main(void *arg)
+{
+    creation *c = arg;
+    c->err = zf_instance_create(c->rt, c->flow, c->io, c->diag, &c->inst);
+    pthread_kill(c->main_thread, SIGUSR1);
+    return NULL;
+}
+
+/* The instance, or a signal that came first (*sig: SIGINT or SIGTERM). */
+static zf_err create_interruptible(creation *c, const sigset_t *sigs, int *sig)
+{
+    *sig = 0;
+    c->main_thread = pthread_self();
+    pthread_t t;
+    if (pthread_create(&t, NULL, create_main, c) != 0) {
+        c->err = zf_instance_create(c->rt, c->flow, c->io, c->diag, &c->inst);
+        return c->err;
+    }
+    for (;;) {
+        int got = 0;
+        if (sigwait(sigs, &got) != 0)
+            continue;
+        if (got == SIGUSR1)
+            break;
+        *sig = got; /* an init still runs: the process ends without waiting */
+        return ZF_ETIMEDOUT;
+    }
+    pthread_join(t, NULL);
+    return c->err;
+}
+
 int cmd_run(int argc, char **argv)
 {
     run_args a = {0};
@@ -112,7 +158,9 @@ int cmd_run(int argc, char **argv)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &sigs, NULL);
+    sigset_t create_sigs = sigs;
+    sigaddset(&create_sigs, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &create_sigs, NULL);
 
     zf_flow *flow = load_flow(&a.fa);
     free(a.fa.vars);
@@ -127,8 +175,16 @@ int cmd_run(int argc, char **argv)
     }
     zf_diag *diag = zf_diag_new();
     zf_instance_options io = {.max_memory = a.max_memory, .drain_timeout_ns = a.drain_ns};
-    zf_instance *inst = NULL;
-    zf_err err = zf_instance_create(rt, flow, &io, diag, &inst);
+    creation cr = {.rt = rt, .flow = flow, .io = &io, .diag = diag};
+    int early = 0;
+    zf_err err = create_interruptible(&cr, &create_sigs, &early);
+    if (early) {
+        fprintf(stderr, "zfctl run: %s while the nodes were initializing: exiting\n",
+                early == SIGINT ? "SIGINT" : "SIGTERM");
+        fflush(stdout);
+        _exit(EXIT_FAIL); /* an init is still running: nothing can be torn down under it */
+    }
+    zf_instance *inst = cr.inst; /* the creating thread was joined */
     if (err != ZF_OK) {
         print_diag(diag);
         if (!zf_diag_count(diag))
@@ -136,7 +192,8 @@ int cmd_run(int argc, char **argv)
         zf_diag_free(diag);
         zf_runtime_destroy(rt);
         zf_flow_free(flow);
-        return err == ZF_ENODE ? EXIT_FAIL : EXIT_INVALID;
+        /* an init that failed or never returned is the dataflow failing */
+        return err == ZF_ENODE || err == ZF_ETIMEDOUT ? EXIT_FAIL : EXIT_INVALID;
     }
     zf_diag_free(diag);
     printf("zflow: running '%s' (instance %s)", zf_flow_name(flow), zf_instance_uuid(inst));
@@ -189,8 +246,11 @@ int cmd_run(int argc, char **argv)
         zf_instance_stats_free(s);
     }
     print_report(stdout, &rep);
+    if (rep.nodes_abandoned)
+        fprintf(stderr, "zfctl run: %llu node(s) abandoned at stop (stuck in a callback or fini)\n",
+                (unsigned long long)rep.nodes_abandoned);
     zf_instance_destroy(inst);
     zf_runtime_destroy(rt);
     zf_flow_free(flow);
-    return rep.bytes_leaked ? EXIT_FAIL : EXIT_OK;
+    return rep.bytes_leaked || rep.nodes_abandoned ? EXIT_FAIL : EXIT_OK;
 }

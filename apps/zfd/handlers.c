@@ -7,10 +7,12 @@
 #include "zfd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -138,20 +140,59 @@ static bool under(const char *real, const char *dir_slash)
     return !strncmp(real, dir_slash, strlen(dir_slash));
 }
 
-/* Node code must come from --lib-path folders (or the descriptor's folder
- * when allowed). Returns NULL, or an error response. */
-static char *check_sources(zfd_daemon *d, const zf_flow *f, const char *desc_path)
+/* With --allow-descriptor-dir: the descriptor's folder, verified by the
+ * daemon itself, or NULL with why in `why`. A client's `path` is only a
+ * claim: zfd opens that file, resolves it to its real path, and widens the
+ * allowed set only if it holds exactly the text deployed and its folder
+ * passes the --lib-path checks (no one but root or this user can change
+ * it). */
+static char *verified_descriptor_dir(zfd_daemon *d, const zf_request *req, char *why, size_t len)
 {
-    char *desc_dir = NULL;
-    if (d->allow_descriptor_dir) {
-        char *copy = strdup(desc_path);
-        char *slash = copy ? strrchr(copy, '/') : NULL;
-        if (slash) {
-            slash[1] = '\0';
-            desc_dir = zfd_real_dir(copy);
-        }
-        free(copy);
+    why[0] = '\0';
+    int fd = open(req->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    char proc[64], real[PATH_MAX];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
+    ssize_t k = fd >= 0 ? readlink(proc, real, sizeof real - 1) : -1;
+    size_t want = strlen(req->descriptor);
+    char *text = NULL;
+    if (fd < 0 || k <= 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (size_t)st.st_size != want || !(text = malloc(want + 1))) {
+        snprintf(why, len, "the daemon cannot read %s as the deployed descriptor (%s)", req->path,
+                 fd < 0 ? strerror(errno) : "not a regular file of that length");
+        goto fail;
     }
+    size_t got = 0;
+    for (ssize_t r; got < want && (r = read(fd, text + got, want - got)) > 0;)
+        got += (size_t)r;
+    if (got != want || memcmp(text, req->descriptor, want) != 0) {
+        snprintf(why, len, "%s does not hold the descriptor deployed", req->path);
+        goto fail;
+    }
+    real[k] = '\0';
+    *strrchr(real, '/') = '\0';
+    char *dir = zfd_real_dir(real[0] ? real : "/");
+    if (dir && !d->allow_writable && zf_code_path_check(dir) != ZF_OK) {
+        snprintf(why, len, "%s", zf_last_error());
+        free(dir);
+        dir = NULL;
+    }
+    free(text);
+    close(fd);
+    return dir;
+fail:
+    free(text);
+    if (fd >= 0)
+        close(fd);
+    return NULL;
+}
+
+/* Node code must come from --lib-path folders (or desc_dir, the verified
+ * descriptor's folder). Returns NULL, or an error response; desc_why says
+ * why the descriptor's folder is not allowed. */
+static char *check_sources(zfd_daemon *d, const zf_flow *f, const char *desc_dir,
+                           const char *desc_why)
+{
     char msg[2048] = "";
     for (size_t i = 0; i < zf_flow_node_count(f); i++) {
         const char *src = zf_flow_node_source(f, i);
@@ -171,7 +212,6 @@ static char *check_sources(zfd_daemon *d, const zf_flow *f, const char *desc_pat
         }
         free(real);
     }
-    free(desc_dir);
     if (!msg[0])
         return NULL;
     jw w;
@@ -180,14 +220,18 @@ static char *check_sources(zfd_daemon *d, const zf_flow *f, const char *desc_pat
         jw_str(&w, NULL, d->lib_paths[k]);
     char *dirs = jw_steal(&w);
     char *r = zf_response_error(ZF_EPERM,
-                                "%s. This daemon loads node code only from: %s%s (start zfd with "
-                                "--lib-path DIR%s)",
+                                "%s. This daemon loads node code only from: %s%s%s%s%s (start zfd "
+                                "with --lib-path DIR%s)",
                                 msg, d->n_lib_paths ? dirs : "(no --lib-path given)",
                                 d->allow_descriptor_dir ? " and the descriptor's folder" : "",
+                                desc_why[0] ? " (not allowed here: " : "", desc_why,
+                                desc_why[0] ? ")" : "",
                                 d->allow_descriptor_dir ? "" : ", or --allow-descriptor-dir");
     free(dirs);
     return r;
 }
+
+static void log_report(const char *uuid, const char *name, const zf_stop_report *r);
 
 static char *check_mapping(zfd_daemon *d, const zf_flow *f)
 {
@@ -229,7 +273,9 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
     size_t n_dirs = 0;
     for (size_t i = 0; i < d->n_lib_paths && n_dirs < ZFD_MAX_LIB_PATHS; i++)
         dirs[n_dirs++] = d->lib_paths[i];
-    char *desc_dir = d->allow_descriptor_dir ? zfd_real_dir(dir[0] ? dir : "/") : NULL;
+    char desc_why[512] = "";
+    char *desc_dir =
+        d->allow_descriptor_dir ? verified_descriptor_dir(d, req, desc_why, sizeof desc_why) : NULL;
     if (desc_dir)
         dirs[n_dirs++] = desc_dir;
     static const char *const nowhere[] = {"/nonexistent-zflow-lib-path/"};
@@ -246,10 +292,12 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
         resp = diag_error(e, "the descriptor is invalid", dg);
         goto out;
     }
-    if ((resp = check_sources(d, f, req->path)) || (resp = check_mapping(d, f)))
+    if ((resp = check_sources(d, f, desc_dir, desc_why)) || (resp = check_mapping(d, f)))
         goto out;
-    zf_instance_options io = {
-        .name = req->name, .code_dirs = fo.include_dirs, .n_code_dirs = fo.n_include_dirs};
+    zf_instance_options io = {.name = req->name,
+                              .code_dirs = fo.include_dirs,
+                              .n_code_dirs = fo.n_include_dirs,
+                              .allow_writable_code = d->allow_writable};
     zf_instance *inst = NULL;
     e = zf_instance_create(d->rt, f, &io, dg, &inst);
     if (e != ZF_OK) {
@@ -270,6 +318,21 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
     en->created = time(NULL);
     en->created_ns = zf_clock_ns();
     en->refs = 1; /* the table's */
+    if (atomic_load(&d->stopping)) {
+        /* SIGTERM came while this deploy ran: the daemon destroys what it
+         * hosts; say so rather than hand out an instance about to go. */
+        zf_stop_report r;
+        zf_instance_stop(inst, &r);
+        log_report(en->uuid, en->name, &r);
+        zf_instance_destroy(inst);
+        zf_flow_free(en->flow);
+        free(en->name);
+        free(en);
+        resp = zf_response_error(ZF_ECLOSED,
+                                 "zfd is shutting down (SIGTERM): the instance was created, then "
+                                 "destroyed again; deploy it to the daemon that replaces this one");
+        goto out;
+    }
     if (req->start)
         zf_instance_start(inst);
     pthread_mutex_lock(&d->mu);
@@ -298,6 +361,8 @@ out:
     free(desc_dir);
     return resp;
 }
+
+static void abandoned_json(zfd_daemon *d, jw *w, const char *uuid);
 
 /* ---- list, status ---- */
 
@@ -420,6 +485,7 @@ static char *status(zfd_daemon *d, entry *e)
         jw_end_obj(&w);
     }
     jw_end_arr(&w);
+    abandoned_json(d, &w, e->uuid);
     jw_end_obj(&w);
     zf_instance_stats_free(s);
     return ok(&w);
@@ -514,6 +580,35 @@ void zfd_destroy_all(zfd_daemon *d)
     }
 }
 
+/* ---- abandoned threads ---- */
+
+/* "abandoned_threads": [...] of the whole daemon (uuid NULL) or of one
+ * instance: threads left inside node code, which may still burn a core. */
+static void abandoned_json(zfd_daemon *d, jw *w, const char *uuid)
+{
+    zf_abandoned_thread *t = NULL;
+    size_t n = 0;
+    zf_runtime_abandoned(d->rt, &t, &n);
+    uint64_t now = zf_clock_ns();
+    jw_arr(w, "abandoned_threads");
+    for (size_t i = 0; i < n; i++) {
+        if (uuid && strcmp(uuid, t[i].instance) != 0)
+            continue;
+        jw_obj(w, NULL);
+        jw_str(w, "node", t[i].node);
+        jw_str(w, "instance", t[i].instance);
+        jw_str(w, "instance_name", t[i].instance_name);
+        jw_str(w, "in", t[i].in);
+        jw_int(w, "tid", t[i].tid);
+        jw_bool(w, "alive", t[i].alive);
+        jw_num(w, "cpu_s", (double)t[i].cpu_ns / 1e9);
+        jw_num(w, "for_s", (double)(now - t[i].since_ns) / 1e9);
+        jw_end_obj(w);
+    }
+    jw_end_arr(w);
+    free(t);
+}
+
 /* ---- dispatch ---- */
 
 static char *workers(zfd_daemon *d)
@@ -532,6 +627,7 @@ static char *workers(zfd_daemon *d)
     jw_num(&w, "uptime_s", (double)(zf_clock_ns() - d->started_ns) / 1e9);
     jw_str(&w, "address", d->socket);
     jw_str(&w, "version", ZF_VERSION_STRING);
+    abandoned_json(d, &w, NULL);
     jw_end_obj(&w);
     jw_end_arr(&w);
     jw_end_obj(&w);

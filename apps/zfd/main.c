@@ -10,23 +10,97 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static zf_log_level log_level = ZF_LOG_INFO;
+/* ---- a node that crashes or exits takes zfd with it: say so ---- */
 
-void zfd_log(zf_log_level level, const char *fmt, ...)
+static atomic_bool orderly_exit; /* main is returning, or refused to start */
+
+/* Append s to buf (async-signal-safe). */
+static size_t put(char *buf, size_t len, size_t at, const char *s)
 {
-    if (level > log_level)
+    while (*s && at + 1 < len)
+        buf[at++] = *s++;
+    return at;
+}
+
+static size_t put_num(char *buf, size_t len, size_t at, long v)
+{
+    char d[24];
+    size_t k = 0;
+    unsigned long u = v < 0 ? (unsigned long)-v : (unsigned long)v;
+    do
+        d[k++] = (char)('0' + u % 10);
+    while ((u /= 10) && k < sizeof d);
+    if (v < 0 && at + 1 < len)
+        buf[at++] = '-';
+    while (k && at + 1 < len)
+        buf[at++] = d[--k];
+    return at;
+}
+
+/* One line on stderr with write(2) only: the name of the node whose code
+ * runs on this thread (zf_crash_context), what happened, what follows. */
+static void last_words(const char *what, long num, const char *then)
+{
+    char line[768], ctx[400];
+    size_t k = put(line, sizeof line, 0, "zfd: ");
+    k = put(line, sizeof line, k, what);
+    if (num >= 0) {
+        k = put(line, sizeof line, k, " (");
+        k = put_num(line, sizeof line, k, num);
+        k = put(line, sizeof line, k, ")");
+    }
+    k = put(line, sizeof line, k, " in ");
+    k = put(line, sizeof line, k, zf_crash_context(ctx, sizeof ctx) ? ctx : "zfd's own code");
+    k = put(line, sizeof line, k, " (pid ");
+    k = put_num(line, sizeof line, k, (long)getpid());
+    k = put(line, sizeof line, k, "); ");
+    k = put(line, sizeof line, k, then);
+    k = put(line, sizeof line, k, "\n");
+    ssize_t w = write(STDERR_FILENO, line, k);
+    (void)w;
+}
+
+static void on_fatal(int sig)
+{
+    const char *name = sig == SIGSEGV   ? "fatal signal SIGSEGV"
+                       : sig == SIGBUS  ? "fatal signal SIGBUS"
+                       : sig == SIGILL  ? "fatal signal SIGILL"
+                       : sig == SIGFPE  ? "fatal signal SIGFPE"
+                       : sig == SIGABRT ? "fatal signal SIGABRT"
+                                        : "fatal signal";
+    last_words(name, sig, "zfd dies with it (every instance is lost; its supervisor restarts it)");
+    /* SA_RESETHAND: the default action now, with the signal's own status. */
+    raise(sig);
+}
+
+/* exit() called anywhere but main's own return (a node's code): never
+ * exit 0 because of it, so a supervisor sees a failure and restarts zfd. */
+static void on_exit_unplanned(void)
+{
+    if (atomic_load(&orderly_exit))
         return;
-    char msg[2048];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    zf_log_stderr(NULL, level, "zfd", msg);
+    last_words("exit() called", -1,
+               "zfd exits with status 70 (EX_SOFTWARE), not the status asked for");
+    _exit(70);
+}
+
+static void install_crash_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fatal;
+    sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+    for (size_t i = 0; i < sizeof fatal / sizeof fatal[0]; i++)
+        sigaction(fatal[i], &sa, NULL);
+    atexit(on_exit_unplanned);
 }
 
 static void help(FILE *out)
@@ -42,6 +116,10 @@ static void help(FILE *out)
             "  --lib-path DIR         load node code (libraries, Python files) only from DIR;\n"
             "                         repeatable\n"
             "  --allow-descriptor-dir also allow node code from the deployed descriptor's folder\n"
+            "                         (one the daemon can read and only root or its user can\n"
+            "                         change)\n"
+            "  --allow-writable-lib-path  accept code folders and files that users other than\n"
+            "                         root and the daemon's could change (logged; unsafe)\n"
             "  --config FILE          YAML: name, socket, lib_paths, workers, log,\n"
             "                         allow_descriptor_dir (options given here win)\n"
             "  --workers N            worker threads (default: one per CPU)\n"
@@ -57,6 +135,7 @@ typedef struct opts {
     unsigned workers;
     size_t max_instances;
     bool allow_descriptor_dir;
+    bool allow_writable;
     bool log_set;
 } opts;
 
@@ -69,6 +148,7 @@ static _Noreturn void die(const char *fmt, ...)
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n");
     va_end(ap);
+    atomic_store(&orderly_exit, true);
     exit(2);
 }
 
@@ -123,11 +203,13 @@ static void parse_args(int argc, char **argv, opts *o)
                 die("--max-instances takes a number from 1 to 4000");
             o->max_instances = (size_t)m;
         } else if (!strncmp(a, "--log", 5)) {
-            if (zf_log_level_parse(value(argc, argv, &i), &log_level) != ZF_OK)
+            if (zf_log_level_parse(value(argc, argv, &i), &zfd_log_level) != ZF_OK)
                 die("--log: %s", zf_last_error());
             o->log_set = true;
         } else if (!strcmp(a, "--allow-descriptor-dir")) {
             o->allow_descriptor_dir = true;
+        } else if (!strcmp(a, "--allow-writable-lib-path")) {
+            o->allow_writable = true;
         } else {
             die("unknown argument '%s' (see zfd --help)", a);
         }
@@ -158,8 +240,13 @@ static zf_config *read_config(opts *o)
     }
     zf_diag_free(dg);
     free(text);
-    static const char *const known[] = {"name",    "socket", "lib_paths",
-                                        "workers", "log",    "allow_descriptor_dir"};
+    static const char *const known[] = {"name",
+                                        "socket",
+                                        "lib_paths",
+                                        "workers",
+                                        "log",
+                                        "allow_descriptor_dir",
+                                        "allow_writable_lib_path"};
     for (size_t i = 0; i < zf_config_len(c); i++) {
         const char *key = zf_config_key_at(c, i);
         bool ok = false;
@@ -167,7 +254,7 @@ static zf_config *read_config(opts *o)
             ok = key && !strcmp(key, known[j]);
         if (!ok)
             die("--config %s: unknown field '%s' (expected name, socket, lib_paths, workers, "
-                "log, allow_descriptor_dir)",
+                "log, allow_descriptor_dir, allow_writable_lib_path)",
                 o->config, key ? key : "?");
     }
     const char *s = NULL;
@@ -184,11 +271,13 @@ static zf_config *read_config(opts *o)
     if (!o->workers && zf_config_int(c, "workers", 0, &w) == ZF_OK && w > 0 && w <= 256)
         o->workers = (unsigned)w;
     if (!o->log_set && zf_config_string(c, "log", NULL, &s) == ZF_OK && s &&
-        zf_log_level_parse(s, &log_level) != ZF_OK)
+        zf_log_level_parse(s, &zfd_log_level) != ZF_OK)
         die("--config %s: log: %s", o->config, zf_last_error());
     bool allow = false;
     if (zf_config_bool(c, "allow_descriptor_dir", false, &allow) == ZF_OK && allow)
         o->allow_descriptor_dir = true;
+    if (zf_config_bool(c, "allow_writable_lib_path", false, &allow) == ZF_OK && allow)
+        o->allow_writable = true;
     return c;
 }
 
@@ -199,7 +288,7 @@ int main(int argc, char **argv)
     zf_config *cfg = o.config ? read_config(&o) : NULL;
     if (!o.name || !*o.name)
         die("--name NAME is required (this worker's name, as in descriptors' mapping)");
-    zf_log_set(zf_log_stderr, NULL, log_level);
+    zf_log_set(zf_log_stderr, NULL, zfd_log_level);
 
     /* Signals are taken by sigwait below; every thread inherits the mask. */
     sigset_t sigs;
@@ -209,9 +298,11 @@ int main(int argc, char **argv)
     sigaddset(&sigs, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &sigs, NULL);
     signal(SIGPIPE, SIG_IGN);
+    install_crash_handlers();
 
     zfd_daemon d = {.name = strdup(o.name),
                     .allow_descriptor_dir = o.allow_descriptor_dir,
+                    .allow_writable = o.allow_writable,
                     .max_instances = o.max_instances ? o.max_instances : 256};
     pthread_mutex_init(&d.mu, NULL);
     d.lib_paths = calloc(o.n_lib_paths + 1, sizeof *d.lib_paths);
@@ -219,6 +310,16 @@ int main(int argc, char **argv)
         char *real = zfd_real_dir(o.lib_paths[i]);
         if (!real)
             die("--lib-path %s: %s", o.lib_paths[i], strerror(errno));
+        /* Another user able to change a library there would run code in
+         * this daemon: refused unless explicitly overridden. */
+        if (zf_code_path_check(real) != ZF_OK) {
+            if (!o.allow_writable)
+                die("--lib-path %s: %s (fix the folder's owner or mode, or start zfd with "
+                    "--allow-writable-lib-path)",
+                    o.lib_paths[i], zf_last_error());
+            zfd_log(ZF_LOG_WARN, "--lib-path %s accepted by --allow-writable-lib-path: %s",
+                    o.lib_paths[i], zf_last_error());
+        }
         d.lib_paths[d.n_lib_paths++] = real;
     }
     zf_runtime_options ro = {.workers = o.workers, .worker = o.name};
@@ -236,6 +337,7 @@ int main(int argc, char **argv)
     if (zf_server_start(&so, zfd_handle, &d, &srv) != ZF_OK) {
         zfd_log(ZF_LOG_ERROR, "%s", zf_last_error());
         zf_runtime_destroy(d.rt);
+        atomic_store(&orderly_exit, true);
         return 1;
     }
     zfd_log(ZF_LOG_INFO, "worker '%s' ready (pid %d, socket %s, %zu lib path%s)", d.name,
@@ -251,18 +353,26 @@ int main(int argc, char **argv)
         }
         break;
     }
-    if (!zf_server_stop(srv)) {
-        /* A handler is stuck (a node's init or fini that never returns): it
-         * still uses the runtime; do not free it under it. */
+    atomic_store(&d.stopping, true);
+    const char *signame = sig == SIGINT ? "SIGINT" : "SIGTERM";
+    bool clean = zf_server_stop(srv);
+    /* Every instance in the table is destroyed gracefully, even when a
+     * request is stuck (a node's init or fini that ignores its bound): that
+     * request's instance is not in the table. */
+    pthread_mutex_lock(&d.mu);
+    size_t count = d.count;
+    pthread_mutex_unlock(&d.mu);
+    zfd_log(ZF_LOG_INFO, "%s: destroying %zu instance(s), then exiting", signame, count);
+    zfd_destroy_all(&d);
+    if (!clean) {
+        /* The stuck request still uses the runtime: do not free it. */
         zfd_log(ZF_LOG_ERROR,
-                "%s: a request is still running after 30 s (a node's init or fini "
-                "does not return); exiting without destroying instances",
-                sig == SIGINT ? "SIGINT" : "SIGTERM");
+                "%s: a request was still running after 30 s (a node's init or fini does not "
+                "return); every other instance was destroyed; exiting with status 1",
+                signame);
+        atomic_store(&orderly_exit, true);
         return 1;
     }
-    zfd_log(ZF_LOG_INFO, "%s: destroying %zu instance(s), then exiting",
-            sig == SIGINT ? "SIGINT" : "SIGTERM", d.count);
-    zfd_destroy_all(&d);
     zf_runtime_destroy(d.rt);
     for (size_t i = 0; i < d.n_lib_paths; i++)
         free(d.lib_paths[i]);
@@ -272,5 +382,6 @@ int main(int argc, char **argv)
     zf_config_free(cfg);
     pthread_mutex_destroy(&d.mu);
     zfd_log(ZF_LOG_INFO, "bye");
+    atomic_store(&orderly_exit, true);
     return 0;
 }

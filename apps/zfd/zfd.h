@@ -6,6 +6,7 @@
 #include <zflow/zflow.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -18,13 +19,15 @@ typedef struct zfd_daemon {
     char **lib_paths; /* allowed folders, real paths */
     size_t n_lib_paths;
     bool allow_descriptor_dir;
+    bool allow_writable; /* --allow-writable-lib-path: code others can change */
     size_t max_instances;
     zf_runtime *rt;
     pthread_mutex_t mu; /* the instance table */
     entry *list;
     size_t count;
-    uint64_t started_ns; /* zf_clock_ns at start */
-    const char *socket;  /* for `workers` */
+    uint64_t started_ns;  /* zf_clock_ns at start */
+    const char *socket;   /* for `workers` */
+    atomic_bool stopping; /* SIGTERM or SIGINT received */
 } zfd_daemon;
 
 /* The request handler (zf_server_handler). */
@@ -33,7 +36,9 @@ char *zfd_handle(void *arg, const zf_request *req, const zf_peer *peer);
 /* Destroy every instance gracefully, logging each stop report. */
 void zfd_destroy_all(zfd_daemon *d);
 
-/* Log a line of the daemon's own (stderr, with level and timestamp). */
+/* Log a line of the daemon's own (stderr, with level and timestamp), at
+ * most zfd_log_level (log.c). */
+extern zf_log_level zfd_log_level;
 void zfd_log(zf_log_level level, const char *fmt, ...) ZF_PRINTF(2, 3);
 
 /* A folder allowed for node code: its real path, or NULL (and why). */

@@ -480,14 +480,19 @@ ZF_EXPORT void zf_node_set_error(zf_node *n, const char *fmt, ...) ZF_PRINTF(2, 
 
 /** A language host (e.g. the Python host, libzflow-python.so) exports
  *  ZF_HOST_SYMBOL: given a script and the ports and kind the descriptor
- *  gives, it declares a node whose callbacks run that script. The runtime
+ *  gives, it declares a node whose callbacks run that script. `script` is
+ *  the descriptor's name for it (the node's zf_node_source); `origin` the
+ *  real path of the file the runtime opened and checked, and `code` (len
+ *  code_len, not NUL-terminated) its text: the host runs exactly that text
+ *  and makes importable only origin's folder, never the folder of a link
+ *  named by `script`. The strings are borrowed for the call. The runtime
  *  calls ZF_HOST_FREE_SYMBOL with the declaration when it unloads the node.
  *  On error the host writes a message into err (errlen bytes). */
 #define ZF_HOST_SYMBOL      "zf_host_declare"
 #define ZF_HOST_FREE_SYMBOL "zf_host_free"
-typedef zf_err (*zf_host_declare_fn)(const char *script, zf_node_kind kind,
-                                     const zf_port_decl *inputs, size_t n_inputs,
-                                     const zf_port_decl *outputs, size_t n_outputs,
+typedef zf_err (*zf_host_declare_fn)(const char *script, const char *origin, const char *code,
+                                     size_t code_len, zf_node_kind kind, const zf_port_decl *inputs,
+                                     size_t n_inputs, const zf_port_decl *outputs, size_t n_outputs,
                                      const zf_node_decl **out, char *err, size_t errlen);
 typedef void (*zf_host_free_fn)(const zf_node_decl *decl);
 
@@ -587,6 +592,31 @@ ZF_EXPORT zf_err zf_runtime_create(const zf_runtime_options *opt, zf_runtime **o
 /** Stop the workers. Every instance must have been destroyed first. */
 ZF_EXPORT void zf_runtime_destroy(zf_runtime *rt);
 
+/** A thread the runtime left behind inside node code: a callback stuck at
+ *  stop, or an init or fini that outlived its bound (ten times the node's
+ *  hang_timeout). It may spin forever; it is never killed (it runs in this
+ *  process), only shown. */
+typedef struct zf_abandoned_thread {
+    const char *node;          /**< the node's id */
+    const char *instance;      /**< its instance's UUID */
+    const char *instance_name; /**< its instance's name */
+    const char *in;            /**< "callback", "init" or "fini" */
+    int tid;                   /**< the thread's kernel id (0: unknown) */
+    bool alive;                /**< the thread still exists */
+    uint64_t cpu_ns;           /**< CPU time the thread has used (if alive) */
+    uint64_t since_ns;         /**< zf_clock_ns when it was abandoned */
+} zf_abandoned_thread;
+
+/** Every thread abandoned so far, oldest first: *out is one array the
+ *  caller frees with free() (the strings live in the runtime, valid until
+ *  zf_runtime_destroy), *n its length (0 and NULL when none). ZF_ENOMEM. */
+ZF_EXPORT zf_err zf_runtime_abandoned(zf_runtime *rt, zf_abandoned_thread **out, size_t *n);
+
+/** The node whose code runs on the calling thread, as "node 'ID' of
+ *  instance UUID (NAME)", into buf (len bytes, NUL-terminated); 0 (and buf
+ *  "") when none does. Async-signal-safe: for a crash handler. */
+ZF_EXPORT size_t zf_crash_context(char *buf, size_t len);
+
 typedef enum zf_instance_state {
     ZF_INSTANCE_CREATED = 0,
     ZF_INSTANCE_RUNNING,
@@ -614,10 +644,25 @@ typedef struct zf_instance_options {
     /** When set, node code (libraries, Python files) loads only from these
      *  folders (absolute real paths, each ending with '/'). A library is
      *  checked on the file actually opened and loaded from that descriptor,
-     *  so a path swapped after the check cannot escape. */
+     *  so a path swapped after the check cannot escape. A Python file is
+     *  read once from the descriptor checked, and that text runs. Node code
+     *  must be a regular file. */
     const char *const *code_dirs;
     size_t n_code_dirs;
+    /** With code_dirs: also accept code that users other than root and this
+     *  process's user could change (zf_code_path_check refuses it by
+     *  default). */
+    bool allow_writable_code;
 } zf_instance_options;
+
+/** Whether `path` (absolute, a file or a folder) and every folder above it
+ *  can be changed only by root or this process's user: each belongs to one
+ *  of them, `path` is writable by no one else (group-writable only for this
+ *  process's group), and a folder above it writable by others is sticky
+ *  (like /tmp). ZF_OK, or ZF_EPERM naming the component and why
+ *  (zf_last_error); ZF_ENOTFOUND if a component is missing. Nothing is
+ *  kept. */
+ZF_EXPORT zf_err zf_code_path_check(const char *path);
 
 /** Load every node library, create links and the pool, `init` every node.
  *  The instance is CREATED. `f` is copied; the caller keeps it. Problems go
@@ -797,7 +842,18 @@ typedef struct zf_server_options {
     unsigned max_clients;   /**< connections at once; 0: 64 */
     int idle_timeout_ms;    /**< close a connection idle this long; 0: 60 s */
     int request_timeout_ms; /**< a started frame must complete within; 0: 5 s */
+    /** a new connection's first request must begin within; 0: 5 s */
+    int first_request_timeout_ms;
+    /** connections one uid may hold; 0: half of max_clients. When full (or
+     *  a uid holds its share), the connection idle the longest (of that
+     *  uid) is closed to make room; a request being served never is. */
+    unsigned max_per_uid;
 } zf_server_options;
+
+/** How long a client waits for a daemon's answer to hello before taking the
+ *  socket for a stale one (its daemon died, a process it forked holds the
+ *  socket open): zf_server_start then replaces the socket, zfctl gives up. */
+#define ZF_CONTROL_PROBE_MS 2000
 
 typedef struct zf_server zf_server;
 
@@ -813,8 +869,9 @@ ZF_EXPORT zf_err zf_server_start(const zf_server_options *opt, zf_server_handler
 /** The socket path the server listens on (owned by the server). */
 ZF_EXPORT const char *zf_server_path(const zf_server *s);
 
-/** Stop accepting, finish the requests in progress (waiting up to 30 s),
- *  close every connection, remove the socket file, free the server. Returns
+/** Stop accepting, finish the requests in progress (waiting up to 30 s; each
+ *  still gets its answer), close every connection, remove the socket file,
+ *  free the server. Returns
  *  false when a request was still running after 30 s: its handler may still
  *  use what it was given, so the caller must not free that. */
 ZF_EXPORT bool zf_server_stop(zf_server *s);

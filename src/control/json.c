@@ -1,6 +1,7 @@
 /* JSON text -> zf_config tree (RFC 8259), for the control protocol. A
- * recursive-descent parser with a depth limit; strings may hold any UTF-8
- * (escapes decoded, \u0000 refused: protocol strings are C strings);
+ * recursive-descent parser with a depth limit; strings must be valid UTF-8
+ * (no overlong forms, surrogates or code points past U+10FFFF; escapes
+ * decoded, \u0000 refused: protocol strings are C strings);
  * numbers become ints when they are integers that fit in 64 bits. */
 #include "core/common.h"
 #include "graph/flow.h"
@@ -109,6 +110,17 @@ static char *string(parser *p)
         if (c < 0x20) {
             fail(p, "control character in a string");
             break;
+        }
+        if (c >= 0x80) {
+            size_t k = zfi_utf8_len((const unsigned char *)p->s + p->pos - 1, p->len - p->pos + 1);
+            if (!k) {
+                p->pos--;
+                fail(p, "invalid UTF-8 in a string");
+                break;
+            }
+            zfi_buf_append(&b, p->s + p->pos - 1, k);
+            p->pos += k - 1;
+            continue;
         }
         if (c != '\\') {
             zfi_buf_append(&b, (const char *)&c, 1);

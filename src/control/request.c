@@ -56,8 +56,23 @@ static zf_err bad(char *err, size_t errlen, const char *fmt, ...)
     return zfi_error(ZF_EPROTO, "%s", err ? err : "bad request");
 }
 
+/* The offset of the first control character in s (C0, DEL, or C1 as
+ * U+0080..U+009F; tab, newline and carriage return allowed when `text`),
+ * or -1. The JSON parser already checked s is valid UTF-8. */
+static long control_at(const char *s, bool text)
+{
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        bool ws = *p == '\t' || *p == '\n' || *p == '\r';
+        if ((*p < 0x20 && !(text && ws)) || *p == 0x7f ||
+            (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+            return (long)(p - (const unsigned char *)s);
+    }
+    return -1;
+}
+
 /* A string field: absent is fine unless required; otherwise a string of
- * 1..max bytes (0 allowed when empty_ok). */
+ * 1..max bytes (0 allowed when empty_ok), with no control character (only
+ * the descriptor, a text, may hold tabs and line breaks). */
 static zf_err str_field(const zf_config *o, const char *key, bool required, size_t max,
                         bool empty_ok, const char **out, char *err, size_t errlen)
 {
@@ -74,6 +89,12 @@ static zf_err str_field(const zf_config *o, const char *key, bool required, size
     if ((!n && !empty_ok) || n > max)
         return bad(err, errlen, "field '%s' must be %s1 to %zu bytes long (got %zu)", key,
                    empty_ok ? "0 or " : "", max, n);
+    long at = control_at(v->text, strcmp(key, "descriptor") == 0);
+    if (at >= 0)
+        return bad(err, errlen,
+                   "field '%s' holds a control character at byte %ld (expected printable "
+                   "UTF-8 text)",
+                   key, at);
     *out = v->text;
     return ZF_OK;
 }
@@ -97,7 +118,10 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
             ok = strcmp(o->keys[i], known[k]) == 0;
         if (!ok) {
             char key[64];
-            snprintf(key, sizeof key, "%.60s", o->keys[i]);
+            size_t k = 0;
+            for (const unsigned char *q = (const unsigned char *)o->keys[i]; *q && k < 60; q++)
+                key[k++] = *q >= 0x20 && *q < 0x7f ? (char)*q : '?'; /* echoed: printable */
+            key[k] = '\0';
             return bad(err, errlen, "unknown field '%s'", key);
         }
     }
@@ -120,7 +144,7 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
         return bad(err, errlen,
                    "unknown op '%.32s' (expected hello, deploy, list, status, start, suspend, "
                    "resume, destroy or workers)",
-                   op);
+                   op); /* printable: str_field checked it */
     if ((e = str_field(o, "id", needs_id(x->r.op), MAX_ID, false, &x->r.id, err, errlen)) != ZF_OK)
         return e;
     bool deploy = x->r.op == ZF_OP_DEPLOY;
@@ -131,9 +155,6 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
         return e;
     if (x->r.path && x->r.path[0] != '/')
         return bad(err, errlen, "field 'path' must be an absolute path");
-    for (const char *p = x->r.name; p && *p; p++)
-        if ((unsigned char)*p < 0x20)
-            return bad(err, errlen, "field 'name' holds a control character");
     const zf_config *vars = zfi_config_member(o, "vars");
     if (vars) {
         if (vars->kind != ZF_CFG_SEQ || vars->n > MAX_VARS)
@@ -147,6 +168,12 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
             if (kv->kind != ZF_CFG_STRING || !strchr(kv->text, '=') || kv->text[0] == '=' ||
                 strlen(kv->text) > MAX_VAR)
                 return bad(err, errlen, "vars[%zu] must be a \"KEY=VALUE\" string", i);
+            long at = control_at(kv->text, false);
+            if (at >= 0)
+                return bad(err, errlen,
+                           "vars[%zu] holds a control character at byte %ld (expected "
+                           "printable UTF-8 text)",
+                           i, at);
             x->vars[i] = kv->text;
         }
         x->r.vars = x->vars;

@@ -2,13 +2,18 @@
  * thread per connection, every request bounded in size and time. Nothing a
  * client sends can crash or wedge the server: malformed, truncated, huge
  * or slow requests get an error response (when the stream still allows
- * one), are logged, and the other clients keep being served. */
+ * one), are logged, and the other clients keep being served. Idle peers
+ * cannot lock others out: a new connection must send its first request
+ * within 5 s, one uid holds at most half the connections, and when the
+ * server is full a new client takes the place of the connection idle the
+ * longest (a request being served is never cut). */
 #include "control/frame.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +27,10 @@ typedef struct conn {
     zf_peer peer;
     struct zf_server *s;
     struct conn *next;
+    /* under s->mu */
+    uint64_t idle_since; /* waiting for a request since (ns) */
+    bool in_request;     /* a request is being served: never evicted */
+    bool evicted;        /* shut down to make room */
 } conn;
 
 struct zf_server {
@@ -34,10 +43,42 @@ struct zf_server {
     zf_server_options opt;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    unsigned active;
+    unsigned active;  /* connection threads */
+    unsigned evicted; /* of those, shut down to make room, not yet gone */
     bool stopping;
     conn *conns;
 };
+
+/* A node that fork()s without exec would keep the listening socket of the
+ * process it forked from open: after that process died, the socket would
+ * still accept connections no one answers. The child closes it at once. */
+static _Atomic int listen_fds[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                     -1, -1, -1, -1, -1, -1, -1, -1};
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void close_listeners_in_child(void)
+{
+    for (size_t i = 0; i < ZFI_ARRAY_LEN(listen_fds); i++) {
+        int fd = atomic_load(&listen_fds[i]);
+        if (fd >= 0)
+            close(fd);
+    }
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, close_listeners_in_child);
+}
+
+static void listener_track(int fd, bool add)
+{
+    pthread_once(&atfork_once, register_atfork);
+    for (size_t i = 0; i < ZFI_ARRAY_LEN(listen_fds); i++) {
+        int expect = add ? -1 : fd;
+        if (atomic_compare_exchange_strong(&listen_fds[i], &expect, add ? fd : -1))
+            return;
+    }
+}
 
 const char *zf_server_path(const zf_server *s)
 {
@@ -80,14 +121,27 @@ static void reply_error(conn *c, zf_err code, const char *msg)
     }
 }
 
+static void set_in_request(conn *c, bool on)
+{
+    pthread_mutex_lock(&c->s->mu);
+    c->in_request = on;
+    if (!on)
+        c->idle_since = zf_clock_ns();
+    pthread_mutex_unlock(&c->s->mu);
+}
+
 static void serve(conn *c)
 {
     zf_server *s = c->s;
-    for (;;) {
+    for (bool first = true;; first = false) {
         char *text = NULL;
         size_t len = 0;
-        zf_err e = zfi_frame_read(c->fd, &text, &len, ZF_FRAME_MAX, s->opt.idle_timeout_ms,
-                                  s->opt.request_timeout_ms);
+        /* The first request must come soon (a connection that never
+         * speaks holds a place for nothing); later ones within the idle
+         * timeout. */
+        int idle = first ? s->opt.first_request_timeout_ms : s->opt.idle_timeout_ms;
+        zf_err e =
+            zfi_frame_read(c->fd, &text, &len, ZF_FRAME_MAX, idle, s->opt.request_timeout_ms);
         if (e == ZF_ECLOSED || e == ZF_ETIMEDOUT)
             return; /* between requests: a normal end */
         if (e != ZF_OK) {
@@ -97,6 +151,7 @@ static void serve(conn *c)
             reply_error(c, e == ZF_EINVAL ? ZF_EINVAL : ZF_EPROTO, msg);
             return; /* the stream cannot be trusted any more */
         }
+        set_in_request(c, true);
         char err[512];
         zf_request *req = NULL;
         e = zf_request_decode(text, len, &req, err, sizeof err);
@@ -117,8 +172,12 @@ static void serve(conn *c)
             return;
         e = zfi_frame_write(c->fd, resp, strlen(resp), 5000);
         free(resp);
-        if (e != ZF_OK)
-            return;
+        set_in_request(c, false);
+        pthread_mutex_lock(&s->mu);
+        bool stopping = s->stopping;
+        pthread_mutex_unlock(&s->mu);
+        if (e != ZF_OK || stopping)
+            return; /* the answer to a request that was running at stop is given */
     }
 }
 
@@ -134,11 +193,58 @@ static void *conn_main(void *arg)
             break;
         }
     close(c->fd);
+    if (c->evicted)
+        s->evicted--;
     free(c);
     s->active--;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
     return NULL;
+}
+
+/* The connection of `uid` (any uid when all) idle the longest, or NULL;
+ * s->mu held. */
+static conn *oldest_idle(zf_server *s, uint32_t uid, bool all)
+{
+    conn *best = NULL;
+    for (conn *c = s->conns; c; c = c->next)
+        if (!c->in_request && !c->evicted && (all || c->peer.uid == uid) &&
+            (!best || c->idle_since < best->idle_since))
+            best = c;
+    return best;
+}
+
+/* Room for one more connection from uid: true, possibly after shutting
+ * down the connection idle the longest (of that uid when it holds its
+ * share, else of anyone); false (and why) when every place is taken by a
+ * request being served. */
+static bool make_room(zf_server *s, uint32_t uid, char *why, size_t len)
+{
+    pthread_mutex_lock(&s->mu);
+    unsigned live = s->active - s->evicted, mine = 0;
+    for (conn *c = s->conns; c; c = c->next)
+        mine += !c->evicted && c->peer.uid == uid;
+    conn *victim = NULL;
+    bool ok = true;
+    if (mine >= s->opt.max_per_uid) {
+        ok = (victim = oldest_idle(s, uid, false)) != NULL;
+        if (!ok)
+            snprintf(why, len, "uid %u already has %u requests running; try again", uid, mine);
+    } else if (live >= s->opt.max_clients) {
+        ok = (victim = oldest_idle(s, uid, true)) != NULL;
+        if (!ok)
+            snprintf(why, len, "%u requests already running; try again", live);
+    }
+    if (victim) {
+        victim->evicted = true;
+        s->evicted++;
+        shutdown(victim->fd, SHUT_RDWR); /* its thread sees the end and leaves */
+        zfi_log(ZF_LOG_INFO, "control",
+                "closed the idle connection of pid %d (uid %u) to make room for a new one",
+                victim->peer.pid, victim->peer.uid);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return ok;
 }
 
 static void accept_one(zf_server *s)
@@ -167,13 +273,10 @@ static void accept_one(zf_server *s)
         close(fd);
         return;
     }
-    pthread_mutex_lock(&s->mu);
-    bool full = s->active >= s->opt.max_clients;
-    pthread_mutex_unlock(&s->mu);
-    if (full) {
-        zfi_log(ZF_LOG_WARN, "control", "connection from pid %d refused: %u clients already",
-                tmp.peer.pid, s->opt.max_clients);
-        reply_error(&tmp, ZF_EBUSY, "too many clients; try again");
+    char why[160];
+    if (!make_room(s, tmp.peer.uid, why, sizeof why)) {
+        zfi_log(ZF_LOG_WARN, "control", "connection from pid %d refused: %s", tmp.peer.pid, why);
+        reply_error(&tmp, ZF_EBUSY, why);
         close(fd);
         return;
     }
@@ -183,6 +286,7 @@ static void accept_one(zf_server *s)
         return;
     }
     *c = tmp;
+    c->idle_since = zf_clock_ns();
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
@@ -252,6 +356,25 @@ static zf_err make_parent(const char *path)
     return ZF_OK;
 }
 
+/* A live daemon answers hello at once (each connection has its thread); a
+ * socket that accepts and never answers is stale: its daemon died and a
+ * process it forked still holds the listening socket. */
+static bool daemon_answers(const char *path)
+{
+    zf_client *probe = NULL;
+    if (zf_client_connect(path, &probe) != ZF_OK)
+        return false;
+    zf_request hello = {.version = ZF_PROTOCOL_VERSION, .op = ZF_OP_HELLO};
+    zf_config *resp = NULL;
+    zf_err e = zf_client_call(probe, &hello, &resp, ZF_CONTROL_PROBE_MS);
+    zf_client_close(probe);
+    zf_config_free(resp);
+    if (e != ZF_OK)
+        zfi_log(ZF_LOG_WARN, "control", "%s accepts connections but does not answer (%s): stale",
+                path, zf_last_error());
+    return e == ZF_OK;
+}
+
 zf_err zf_server_start(const zf_server_options *opt, zf_server_handler handler, void *arg,
                        zf_server **out)
 {
@@ -267,6 +390,13 @@ zf_err zf_server_start(const zf_server_options *opt, zf_server_handler handler, 
     s->opt.max_clients = s->opt.max_clients ? s->opt.max_clients : 64;
     s->opt.idle_timeout_ms = s->opt.idle_timeout_ms ? s->opt.idle_timeout_ms : 60000;
     s->opt.request_timeout_ms = s->opt.request_timeout_ms ? s->opt.request_timeout_ms : 5000;
+    s->opt.first_request_timeout_ms =
+        s->opt.first_request_timeout_ms ? s->opt.first_request_timeout_ms : 5000;
+    if (s->opt.first_request_timeout_ms > s->opt.idle_timeout_ms)
+        s->opt.first_request_timeout_ms = s->opt.idle_timeout_ms;
+    s->opt.max_per_uid = s->opt.max_per_uid       ? s->opt.max_per_uid
+                         : s->opt.max_clients > 1 ? s->opt.max_clients / 2
+                                                  : 1;
     s->handler = handler;
     s->arg = arg;
     s->lfd = s->wake[0] = s->wake[1] = -1;
@@ -291,13 +421,11 @@ zf_err zf_server_start(const zf_server_options *opt, zf_server_handler handler, 
             err = zfi_error(ZF_EEXIST, "%s exists and is not a socket", s->path);
             goto fail;
         }
-        zf_client *probe = NULL;
-        if (zf_client_connect(s->path, &probe) == ZF_OK) {
-            zf_client_close(probe);
+        if (daemon_answers(s->path)) {
             err = zfi_error(ZF_EBUSY, "a daemon is already listening on %s", s->path);
             goto fail;
         }
-        unlink(s->path); /* stale, from a daemon that died */
+        unlink(s->path); /* stale: from a daemon that died (perhaps held open by a child) */
     }
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     memcpy(a.sun_path, s->path, sizeof a.sun_path);
@@ -311,8 +439,10 @@ zf_err zf_server_start(const zf_server_options *opt, zf_server_handler handler, 
         err = zfi_error(ZF_ESYS, "cannot listen on %s: %s", s->path, strerror(errno));
         goto fail;
     }
+    listener_track(s->lfd, true);
     int e = pthread_create(&s->accept_thread, NULL, accept_main, s);
     if (e != 0) {
+        listener_track(s->lfd, false);
         err = zfi_error(ZF_ESYS, "cannot start the accept thread: %s", strerror(e));
         unlink(s->path);
         goto fail;
@@ -340,12 +470,15 @@ bool zf_server_stop(zf_server *s)
     ssize_t w = write(s->wake[1], "x", 1);
     (void)w;
     pthread_join(s->accept_thread, NULL);
+    listener_track(s->lfd, false);
     close(s->lfd);
     unlink(s->path);
     pthread_mutex_lock(&s->mu);
     s->stopping = true;
+    /* Wake every read; a request being served finishes and its answer is
+     * still written (only the reading side is shut). */
     for (conn *c = s->conns; c; c = c->next)
-        shutdown(c->fd, SHUT_RDWR); /* wakes their reads; a handler in progress finishes */
+        shutdown(c->fd, c->in_request ? SHUT_RD : SHUT_RDWR);
     uint64_t deadline = zf_clock_ns() + 30000000000ull;
     while (s->active && zf_clock_ns() < deadline) {
         struct timespec ts;

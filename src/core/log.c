@@ -71,6 +71,29 @@ zf_err zf_log_level_parse(const char *s, zf_log_level *out)
                      s ? s : "(null)");
 }
 
+/* msg as one log entry that cannot forge another: a line break continues
+ * with "  | ", other control characters and invalid UTF-8 bytes become
+ * \xNN (a request's text cannot inject a line or a terminal sequence). */
+static void escape_line(zfi_buf *b, const char *msg)
+{
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        if (*p == '\n') {
+            zfi_buf_puts(b, "\n  | ");
+        } else if (*p == '\t' || (*p >= 0x20 && *p < 0x7f)) {
+            zfi_buf_append(b, (const char *)p, 1);
+        } else {
+            size_t k = *p >= 0x80 ? zfi_utf8_len(p, strnlen((const char *)p, 4)) : 0;
+            bool c1 = k == 2 && p[0] == 0xc2 && p[1] < 0xa0;
+            if (k && !c1) {
+                zfi_buf_append(b, (const char *)p, k);
+                p += k - 1;
+            } else {
+                zfi_buf_printf(b, "\\x%02x", *p);
+            }
+        }
+    }
+}
+
 void zf_log_stderr(void *arg, zf_log_level level, const char *scope, const char *msg)
 {
     ZFI_UNUSED(arg);
@@ -79,9 +102,18 @@ void zf_log_stderr(void *arg, zf_log_level level, const char *scope, const char 
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     const char *lv = (unsigned)level < ZFI_ARRAY_LEN(level_names) ? level_names[level] : "?";
-    fprintf(stderr, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s [%s] %s\n", tm.tm_year + 1900,
-            tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000, lv,
-            scope, msg);
+    zfi_buf b;
+    zfi_buf_init(&b);
+    zfi_buf_printf(&b, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s [", tm.tm_year + 1900,
+                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                   ts.tv_nsec / 1000000, lv);
+    escape_line(&b, scope ? scope : "");
+    zfi_buf_puts(&b, "] ");
+    escape_line(&b, msg ? msg : "");
+    zfi_buf_puts(&b, "\n");
+    if (b.s)
+        fwrite(b.s, 1, b.len, stderr); /* one write: lines of threads do not mix */
+    zfi_buf_free(&b);
 }
 
 _Noreturn void zfi_fatal(const char *scope, const char *fmt, ...)

@@ -114,6 +114,37 @@ void zfi_buf_printf(zfi_buf *b, const char *fmt, ...)
     va_end(ap);
 }
 
+/* The length of the valid UTF-8 sequence starting at s[0] (a byte >= 0x80),
+ * at most n bytes available; 0 if invalid. */
+size_t zfi_utf8_len(const unsigned char *s, size_t n)
+{
+    size_t k;
+    unsigned cp;
+    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+        k = 2;
+        cp = s[0] & 0x1fu;
+    } else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+        k = 3;
+        cp = s[0] & 0x0fu;
+    } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+        k = 4;
+        cp = s[0] & 0x07u;
+    } else {
+        return 0; /* a continuation byte, an overlong lead (c0, c1) or past f4 */
+    }
+    if (n < k)
+        return 0;
+    for (size_t i = 1; i < k; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (s[i] & 0x3fu);
+    }
+    if ((k == 3 && cp < 0x800) || (k == 4 && cp < 0x10000) || cp > 0x10ffff ||
+        (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    return k;
+}
+
 void zfi_buf_json_str(zfi_buf *b, const char *s)
 {
     if (!s) {
@@ -139,10 +170,21 @@ void zfi_buf_json_str(zfi_buf *b, const char *s)
             zfi_buf_puts(b, "\\t");
             break;
         default:
-            if (*p < 0x20)
+            if (*p < 0x20 || *p == 0x7f) {
                 zfi_buf_printf(b, "\\u%04x", *p);
-            else
+            } else if (*p < 0x80) {
                 zfi_buf_append(b, (const char *)p, 1);
+            } else {
+                /* Valid UTF-8 as is; any other byte (a file name's, a
+                 * node's message) becomes U+FFFD: the output is JSON. */
+                size_t k = zfi_utf8_len(p, strnlen((const char *)p, 4));
+                if (k) {
+                    zfi_buf_append(b, (const char *)p, k);
+                    p += k - 1;
+                } else {
+                    zfi_buf_puts(b, "\\ufffd");
+                }
+            }
         }
     }
     zfi_buf_append(b, "\"", 1);

@@ -64,6 +64,11 @@ typedef struct zfi_src {
     size_t n_segs, cap_segs;
     size_t *olines, n_olines; /* line starts of orig */
     size_t *rlines, n_rlines; /* line starts of text */
+    /* The last position looked up each way: the parser asks in increasing
+     * order, so a line of any length costs linear time, not quadratic. */
+    bool off_ok, pos_ok;
+    size_t off_line, off_col, off_at;   /* zfi_src_offset */
+    size_t pos_line, pos_at, pos_chars; /* zfi_src_pos (in orig) */
 } zfi_src;
 
 bool zfi_src_identity(zfi_src *s, const char *file, const char *text, size_t len);

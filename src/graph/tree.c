@@ -39,6 +39,7 @@ typedef struct builder {
     zf_config **orphans; /* dropped values, freed at the end (anchors may point there) */
     size_t n_orphans, cap_orphans;
     size_t nodes, skip, docs;
+    size_t aliases; /* alias uses seen */
     zf_config *root;
     bool fatal;
     zf_err err;
@@ -97,12 +98,25 @@ static void orphan(builder *b, zf_config *c)
     b->orphans[b->n_orphans++] = c;
 }
 
+/* An alias's copy is placed where the alias is used: an error found in it
+ * points at the use, not at the anchor. */
+static void at_use(zf_config *c, unsigned line, unsigned col)
+{
+    c->line = line;
+    c->col = col;
+    for (size_t k = 0; (c->kind == ZF_CFG_MAP || c->kind == ZF_CFG_SEQ) && k < c->n; k++) {
+        if (c->key_marks)
+            c->key_marks[k] = (zfi_mark){line, col};
+        at_use(c->items[k], line, col);
+    }
+}
+
 static bool budget(builder *b, size_t more, unsigned line, unsigned col)
 {
     if (b->nodes + more > ZFI_MAX_YAML_NODES) {
         problem(b, ZF_EINVAL, true, line, col, path_str(b),
-                "the document has more than %d nodes (aliases expanded): refusing it",
-                ZFI_MAX_YAML_NODES);
+                "the document has more than %d nodes%s: refusing it", ZFI_MAX_YAML_NODES,
+                b->aliases ? " (aliases expanded)" : "");
         return false;
     }
     b->nodes += more;
@@ -446,6 +460,7 @@ static void on_alias(builder *b, const yaml_event_t *e)
                 ZFI_MAX_DEPTH);
         return;
     }
+    b->aliases++;
     if (!budget(b, a->count, line, col))
         return;
     zf_config *c = zfi_config_clone(a->node);
@@ -453,6 +468,7 @@ static void on_alias(builder *b, const yaml_event_t *e)
         oom(b);
         return;
     }
+    at_use(c, line, col);
     attach(b, c);
 }
 

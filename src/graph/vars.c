@@ -147,7 +147,15 @@ size_t zfi_src_offset(const zfi_src *s, size_t line, size_t col)
     size_t n = s->rlines ? s->n_rlines : s->n_olines;
     if (!lines || line >= n)
         return s->len;
-    return advance_chars(s->text, s->len, lines[line], col);
+    zfi_src *m = (zfi_src *)(uintptr_t)s; /* only the lookup cache changes */
+    size_t off = m->off_ok && m->off_line == line && m->off_col <= col
+                     ? advance_chars(s->text, s->len, m->off_at, col - m->off_col)
+                     : advance_chars(s->text, s->len, lines[line], col);
+    m->off_ok = true;
+    m->off_line = line;
+    m->off_col = col;
+    m->off_at = off;
+    return off;
 }
 
 static size_t to_orig(const zfi_src *s, size_t off)
@@ -187,7 +195,14 @@ static void orig_pos(const zfi_src *s, size_t o, unsigned *line, unsigned *col)
         else
             hi = mid;
     }
-    size_t c = count_chars(s->orig, s->olines[lo], o);
+    zfi_src *m = (zfi_src *)(uintptr_t)s; /* only the lookup cache changes */
+    size_t c = m->pos_ok && m->pos_line == lo && m->pos_at <= o
+                   ? m->pos_chars + count_chars(s->orig, m->pos_at, o)
+                   : count_chars(s->orig, s->olines[lo], o);
+    m->pos_ok = true;
+    m->pos_line = lo;
+    m->pos_at = o;
+    m->pos_chars = c;
     *line = lo + 1 > UINT32_MAX ? UINT32_MAX : (unsigned)(lo + 1);
     *col = c + 1 > UINT32_MAX ? UINT32_MAX : (unsigned)(c + 1);
 }

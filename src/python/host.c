@@ -2,9 +2,11 @@
  * `python:` nodes (src/runtime/loader.c). It embeds CPython in the runtime's
  * process and exports the language-host entry points of zflow.h:
  *
- *   zf_host_declare  import the script (its folder on sys.path), find its
- *                    node class, and declare a node with the descriptor's
- *                    kind and ports whose callbacks run that class
+ *   zf_host_declare  run the script's text the runtime read and checked, as
+ *                    a module (the real file's folder on sys.path, never a
+ *                    link's), find its node class, and declare a node with
+ *                    the descriptor's kind and ports whose callbacks run
+ *                    that class
  *   zf_host_free     forget the declaration
  *
  * The interpreter starts once per process (pthread_once), without signal
@@ -38,9 +40,9 @@
 
 #define PYHOST_EXPORT __attribute__((visibility("default")))
 
-PYHOST_EXPORT zf_err zf_host_declare(const char *script, zf_node_kind kind,
-                                     const zf_port_decl *inputs, size_t n_inputs,
-                                     const zf_port_decl *outputs, size_t n_outputs,
+PYHOST_EXPORT zf_err zf_host_declare(const char *script, const char *origin, const char *code,
+                                     size_t code_len, zf_node_kind kind, const zf_port_decl *inputs,
+                                     size_t n_inputs, const zf_port_decl *outputs, size_t n_outputs,
                                      const zf_node_decl **out, char *err, size_t errlen);
 PYHOST_EXPORT void zf_host_free(const zf_node_decl *decl);
 
@@ -286,11 +288,13 @@ static char *module_name(const char *script)
     return strdup(buf);
 }
 
-zf_err zf_host_declare(const char *script, zf_node_kind kind, const zf_port_decl *inputs,
-                       size_t n_inputs, const zf_port_decl *outputs, size_t n_outputs,
-                       const zf_node_decl **out, char *err, size_t errlen)
+zf_err zf_host_declare(const char *script, const char *origin, const char *code, size_t code_len,
+                       zf_node_kind kind, const zf_port_decl *inputs, size_t n_inputs,
+                       const zf_port_decl *outputs, size_t n_outputs, const zf_node_decl **out,
+                       char *err, size_t errlen)
 {
-    if (!script || !out || (n_inputs && !inputs) || (n_outputs && !outputs)) {
+    if (!script || !origin || (!code && code_len) || !out || (n_inputs && !inputs) ||
+        (n_outputs && !outputs)) {
         snprintf(err, errlen, "zf_host_declare: invalid arguments");
         return ZF_EINVAL;
     }
@@ -321,7 +325,8 @@ zf_err zf_host_declare(const char *script, zf_node_kind kind, const zf_port_decl
     }
     PyObject *load = pyz_helper("_load");
     PyObject *r =
-        load ? PyObject_CallFunction(load, "sss", script, pd->modname, zf_node_kind_name(kind))
+        load ? PyObject_CallFunction(load, "sssy#", origin, pd->modname, zf_node_kind_name(kind),
+                                     code ? code : "", (Py_ssize_t)code_len)
              : NULL;
     if (!r || !PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3) {
         bool syntax = PyErr_ExceptionMatches(PyExc_SyntaxError);

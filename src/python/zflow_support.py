@@ -24,6 +24,7 @@ A node script defines one class (or names it with `zflow_node = TheClass`):
 `data` is a read-only memoryview over the capsule, valid during the call.
 """
 
+import importlib.machinery as _importlib_machinery
 import importlib.util as _importlib_util
 import os as _os
 import sys as _sys
@@ -102,24 +103,27 @@ def _node_classes(module, modname):
     ]
 
 
-def _load(path, modname, kind):
-    """Import the node script `path` as module `modname`; find its node.
+def _load(path, modname, kind, code):
+    """Run `code`, the text of the node script `path` (its real path, as the
+    runtime opened and checked it), as module `modname`; find its node.
 
-    Returns (module, factory, has_produce). The node is the module's
-    `zflow_node` (a class, or any callable returning the node object) if it
-    has one, else the one class defined in the script with an on_input or a
-    produce method."""
+    Only the real file's folder goes on sys.path (for its sibling modules),
+    and the text runs as read: a link swapped or a module planted beside a
+    link cannot change what runs. Returns (module, factory, has_produce). The
+    node is the module's `zflow_node` (a class, or any callable returning
+    the node object) if it has one, else the one class defined in the script
+    with an on_input or a produce method."""
     name = _os.path.basename(path)
-    folder = _os.path.dirname(_os.path.abspath(path))
+    folder = _os.path.dirname(path)
     if folder not in _sys.path:
         _sys.path.insert(0, folder)  # the script's siblings are importable
-    spec = _importlib_util.spec_from_file_location(modname, path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path} as a Python module (expected a .py file)")
+    spec = _importlib_machinery.ModuleSpec(modname, None, origin=path)
+    spec.has_location = True
     module = _importlib_util.module_from_spec(spec)
+    module.__file__ = path
     _sys.modules[modname] = module
     try:
-        spec.loader.exec_module(module)
+        exec(compile(code, path, "exec"), module.__dict__)
     except BaseException:
         _sys.modules.pop(modname, None)
         raise

@@ -80,6 +80,7 @@ void zf_runtime_destroy(zf_runtime *rt)
     zfi_workers_stop(rt);
     free(rt->q);
     free(rt->worker_name);
+    zfi_abandoned_free_all(rt);
     pthread_cond_destroy(&rt->timer_cv);
     pthread_cond_destroy(&rt->cv);
     /* Threads stuck in abandoned nodes never touch the runtime again, but
@@ -122,8 +123,8 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
                             "use isolation: thread",
                             nd->id);
     }
-    zf_err err =
-        zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs, &n->lib, diag);
+    zf_err err = zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
+                               inst->allow_writable_code, &n->lib, diag);
     if (err != ZF_OK) {
         free(n);
         return err;
@@ -225,7 +226,7 @@ static zf_err topo_sort(zf_instance *inst)
     return ZF_OK;
 }
 
-/* Run init for every node, in topological order. */
+/* Run init for every node, in topological order, each bounded. */
 static zf_err init_nodes(zf_instance *inst, zf_diag *diag)
 {
     zf_err err = ZF_OK;
@@ -236,9 +237,21 @@ static zf_err init_nodes(zf_instance *inst, zf_diag *diag)
             continue;
         }
         n->error_msg[0] = '\0';
-        zfi_ctx saved = zfi_node_enter(n);
-        zf_err e = n->decl->init(n, &n->state);
-        zfi_node_leave(saved);
+        zf_err e;
+        if (!zfi_lifecycle_call(n, false, &e)) {
+            double s = (double)zfi_lifecycle_bound_ns(n) / 1e9;
+            zfi_log(ZF_LOG_WARN, "instance",
+                    "%s: node '%s': init has not returned after %.1f s: abandoned (its thread is "
+                    "left behind)",
+                    inst->uuid, n->desc->id, s);
+            err = zfi_diag_add(diag, ZF_ETIMEDOUT, n->desc->file, n->desc->line, n->desc->col,
+                               "library",
+                               "node '%s': init has not returned after %.1f s (ten times its "
+                               "hang_timeout): abandoned, its thread left behind",
+                               n->desc->id, s);
+            inst->init_abandoned = true;
+            break;
+        }
         if (e == ZF_OK) {
             n->initialized = true;
             continue;
@@ -254,23 +267,36 @@ static zf_err init_nodes(zf_instance *inst, zf_diag *diag)
     return err;
 }
 
-static void fini_node(zf_node *n)
+static void fini_node(zf_node *n, zf_stop_report *r)
 {
     if (!n->initialized || !n->decl->fini)
         return;
-    zfi_ctx saved = zfi_node_enter(n);
-    n->decl->fini(n->state);
-    zfi_node_leave(saved);
+    zf_err ignored;
+    if (!zfi_lifecycle_call(n, true, &ignored)) {
+        double s = (double)zfi_lifecycle_bound_ns(n) / 1e9;
+        n->fini_abandoned = true;
+        if (r)
+            r->nodes_abandoned++;
+        pthread_mutex_lock(&n->inst->mu);
+        zfi_node_set_state(n, ZF_NODE_FAILED,
+                           "abandoned at stop: fini has not returned after %.1f s", s);
+        pthread_mutex_unlock(&n->inst->mu);
+        zfi_log(ZF_LOG_WARN, "instance",
+                "%s: node '%s': fini has not returned after %.1f s: abandoned (its thread is left "
+                "behind); the stop goes on",
+                n->inst->uuid, n->desc->id, s);
+        return;
+    }
     n->initialized = false;
 }
 
 /* Fini every node in reverse topological order (sinks first). */
-void zfi_instance_fini_nodes(zf_instance *inst)
+void zfi_instance_fini_nodes(zf_instance *inst, zf_stop_report *r)
 {
     for (size_t k = inst->n_nodes; k-- > 0;) {
         zf_node *n = inst->nodes[inst->topo[k]];
         if (!atomic_load(&n->abandoned))
-            fini_node(n);
+            fini_node(n, r);
     }
 }
 
@@ -335,6 +361,7 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
         goto fail;
     }
     inst->n_nodes = f->n_nodes;
+    inst->allow_writable_code = opt && opt->allow_writable_code;
     if (opt && opt->n_code_dirs && opt->code_dirs) {
         inst->code_dirs = zfi_calloc(opt->n_code_dirs, sizeof *inst->code_dirs);
         for (size_t i = 0; inst->code_dirs && i < opt->n_code_dirs; i++)
@@ -359,7 +386,14 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
         if (inst->nodes[i]->decl->kind == ZF_SINK)
             inst->sinks_left++;
     if ((err = init_nodes(inst, diag)) != ZF_OK) {
-        zfi_instance_fini_nodes(inst);
+        zfi_instance_fini_nodes(inst, NULL);
+        if (inst->init_abandoned) {
+            /* The init left behind still uses its node, instance and pool
+             * when (if) it returns: keep them. */
+            zfi_log(ZF_LOG_WARN, "instance",
+                    "%s: keeping the instance's memory for its abandoned init", inst->uuid);
+            return err;
+        }
         goto fail;
     }
     pthread_mutex_lock(&rt->mu);

@@ -3,11 +3,15 @@
 #include "runtime/runtime.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#define ZFI_MAX_CODE_BYTES (16u << 20) /* a Python file */
 
 static bool type_any(const char *t)
 {
@@ -128,28 +132,109 @@ static zf_err outside(zf_diag *diag, const zfi_node *nd, const char *f, const ch
                         real);
 }
 
-static zf_err load_python(const zfi_node *nd, const char *f, char *const *dirs, size_t n_dirs,
-                          zfi_loaded *out, zf_diag *diag)
+/* Open node code once: a regular file (a FIFO or a device would block or
+ * never end), resolved through the descriptor opened to its real path; with
+ * code_dirs, that real path must lie in one of them and, unless
+ * allow_writable, the file and every folder above it must be changeable only
+ * by root or this user. On success *fd is the open file and real its path;
+ * what the check approved is exactly what gets used. */
+static zf_err open_code(const zfi_node *nd, const char *f, const char *field, const char *path,
+                        char *const *dirs, size_t n_dirs, bool allow_writable, int *fd,
+                        char real[4096], zf_diag *diag)
 {
-    if (n_dirs) {
-        char *real = realpath(nd->python, NULL);
-        bool ok = real && inside(real, dirs, n_dirs);
-        zf_err e = ok ? ZF_OK : outside(diag, nd, f, "python", real ? real : nd->python);
-        free(real);
-        if (e != ZF_OK)
-            return e;
+    *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (*fd < 0)
+        return zfi_diag_add(diag, ZF_ENOTFOUND, f, nd->line, nd->col, field,
+                            "node '%s': %s %s does not exist or is not readable (%s)", nd->id,
+                            field[0] == 'p' ? "Python file" : "library", path, strerror(errno));
+    struct stat st;
+    char proc[64];
+    snprintf(proc, sizeof proc, "/proc/self/fd/%d", *fd);
+    ssize_t k = readlink(proc, real, 4095);
+    zf_err e = ZF_OK;
+    if (fstat(*fd, &st) != 0 || k <= 0) {
+        e = zfi_diag_add(diag, ZF_ENOTFOUND, f, nd->line, nd->col, field,
+                         "node '%s': cannot open %s", nd->id, path);
+        goto fail;
     }
-    if (access(nd->python, R_OK) != 0)
-        return zfi_diag_add(diag, ZF_ENOTFOUND, f, nd->line, nd->col, "python",
-                            "node '%s': Python file %s does not exist or is not readable", nd->id,
-                            nd->python);
+    real[k] = '\0';
+    if (!S_ISREG(st.st_mode)) {
+        e = zfi_diag_add(diag, ZF_EINVAL, f, nd->line, nd->col, field,
+                         "node '%s': %s is not a regular file (%s); expected a %s", nd->id, path,
+                         S_ISDIR(st.st_mode)    ? "a folder"
+                         : S_ISFIFO(st.st_mode) ? "a FIFO"
+                         : S_ISSOCK(st.st_mode) ? "a socket"
+                                                : "a device",
+                         field[0] == 'p' ? "Python file" : "shared library");
+        goto fail;
+    }
+    fcntl(*fd, F_SETFL, fcntl(*fd, F_GETFL) & ~O_NONBLOCK);
+    if (!n_dirs)
+        return ZF_OK;
+    if (!inside(real, dirs, n_dirs)) {
+        e = outside(diag, nd, f, field, real);
+        goto fail;
+    }
+    if (!allow_writable && zfi_trust_check(real, &st) != ZF_OK) {
+        e = zfi_diag_add(diag, ZF_EPERM, f, nd->line, nd->col, field, "node '%s': %s", nd->id,
+                         zf_last_error());
+        goto fail;
+    }
+    return ZF_OK;
+fail:
+    close(*fd);
+    *fd = -1;
+    return e;
+}
+
+/* The whole of a Python file (read from the descriptor the check approved:
+ * exactly what runs). */
+static char *read_code(int fd, size_t *len)
+{
+    zfi_buf b;
+    zfi_buf_init(&b);
+    char chunk[65536];
+    for (;;) {
+        ssize_t k = read(fd, chunk, sizeof chunk);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 || (k > 0 && b.len + (size_t)k > ZFI_MAX_CODE_BYTES)) {
+            zfi_buf_free(&b);
+            return NULL;
+        }
+        if (k == 0)
+            break;
+        zfi_buf_append(&b, chunk, (size_t)k);
+    }
+    *len = b.len;
+    return b.s ? b.s : zfi_strdup("");
+}
+
+static zf_err load_python(const zfi_node *nd, const char *f, char *const *dirs, size_t n_dirs,
+                          bool allow_writable, zfi_loaded *out, zf_diag *diag)
+{
+    int fd;
+    char real[4096];
+    zf_err oe =
+        open_code(nd, f, "python", nd->python, dirs, n_dirs, allow_writable, &fd, real, diag);
+    if (oe != ZF_OK)
+        return oe;
+    size_t code_len = 0;
+    char *code = read_code(fd, &code_len);
+    close(fd);
+    if (!code)
+        return zfi_diag_add(diag, ZF_EINVAL, f, nd->line, nd->col, "python",
+                            "node '%s': cannot read %s (or it is larger than %u bytes)", nd->id,
+                            real, (unsigned)ZFI_MAX_CODE_BYTES);
     char why[1024];
     void *dl = open_python_host(why, sizeof why);
-    if (!dl)
+    if (!dl) {
+        free(code);
         return zfi_diag_add(diag, ZF_ENOTFOUND, f, nd->line, nd->col, "python",
                             "node '%s': Python nodes need the Python host "
                             "(libzflow-python.so, built when python3-dev is installed): %s",
                             nd->id, why);
+    }
     zf_host_declare_fn declare = (zf_host_declare_fn)(uintptr_t)dlsym(dl, ZF_HOST_SYMBOL);
     zf_host_free_fn host_free = (zf_host_free_fn)(uintptr_t)dlsym(dl, ZF_HOST_FREE_SYMBOL);
     zf_err err = ZF_OK;
@@ -173,8 +258,8 @@ static zf_err load_python(const zfi_node *nd, const char *f, char *const *dirs, 
     }
     char msg[512] = "";
     const zf_node_decl *decl = NULL;
-    zf_err e = declare(nd->python, nd->kind, in, nd->n_inputs, outp, nd->n_outputs, &decl, msg,
-                       sizeof msg);
+    zf_err e = declare(nd->python, real, code, code_len, nd->kind, in, nd->n_inputs, outp,
+                       nd->n_outputs, &decl, msg, sizeof msg);
     if (e != ZF_OK || !decl) {
         err = zfi_diag_add(diag, e != ZF_OK ? e : ZF_EABI, f, nd->line, nd->col, "python",
                            "node '%s': %s", nd->id, msg[0] ? msg : "the Python host refused it");
@@ -184,6 +269,7 @@ static zf_err load_python(const zfi_node *nd, const char *f, char *const *dirs, 
     out->decl = decl;
     out->host_free = host_free;
 done:
+    free(code);
     free(in);
     free(outp);
     if (err != ZF_OK) {
@@ -196,47 +282,29 @@ done:
 }
 
 zf_err zfi_load_node(const zfi_node *nd, const char *file, char *const *code_dirs,
-                     size_t n_code_dirs, zfi_loaded *out, zf_diag *diag)
+                     size_t n_code_dirs, bool allow_writable, zfi_loaded *out, zf_diag *diag)
 {
     memset(out, 0, sizeof *out);
     const char *f = nd->file ? nd->file : file;
     if (nd->python)
-        return load_python(nd, f, code_dirs, n_code_dirs, out, diag);
+        return load_python(nd, f, code_dirs, n_code_dirs, allow_writable, out, diag);
     if (!nd->library)
         return zfi_diag_add(diag, ZF_EINVAL, f, nd->line, nd->col, "library",
                             "node '%s' has no library", nd->id);
-    if (access(nd->library, R_OK) != 0)
-        return zfi_diag_add(diag, ZF_ENOTFOUND, f, nd->line, nd->col, "library",
-                            "node '%s': library %s does not exist or is not readable", nd->id,
-                            nd->library);
+    int fd;
+    char real[4096];
+    zf_err oe = open_code(nd, f, "library", nd->library, code_dirs, n_code_dirs, allow_writable,
+                          &fd, real, diag);
+    if (oe != ZF_OK)
+        return oe;
+    /* With code_dirs, load by the real path the check approved (inside the
+     * allowed folders, which no one else can write): a symlink swapped
+     * after the check changes nothing. (Not dlopen("/proc/self/fd/N"): the
+     * loader would take every such name for the library first loaded under
+     * it.) */
     dlerror();
-    void *dl;
-    if (n_code_dirs) {
-        /* Resolve the path through the file opened, check the real path, and
-         * load by that real path (inside the allowed folders, which clients
-         * cannot write): a symlink swapped after the check changes nothing.
-         * (Not dlopen("/proc/self/fd/N"): the loader would take every such
-         * name for the library first loaded under it.) */
-        int fd = open(nd->library, O_RDONLY | O_CLOEXEC);
-        char proc[64], real[4096];
-        snprintf(proc, sizeof proc, "/proc/self/fd/%d", fd);
-        ssize_t k = fd >= 0 ? readlink(proc, real, sizeof real - 1) : -1;
-        if (k <= 0) {
-            if (fd >= 0)
-                close(fd);
-            return zfi_diag_add(diag, ZF_ENOTFOUND, f, nd->line, nd->col, "library",
-                                "node '%s': cannot open %s", nd->id, nd->library);
-        }
-        real[k] = '\0';
-        if (!inside(real, code_dirs, n_code_dirs)) {
-            close(fd);
-            return outside(diag, nd, f, "library", real);
-        }
-        dl = dlopen(real, RTLD_NOW | RTLD_LOCAL);
-        close(fd);
-    } else {
-        dl = dlopen(nd->library, RTLD_NOW | RTLD_LOCAL);
-    }
+    void *dl = dlopen(n_code_dirs ? real : nd->library, RTLD_NOW | RTLD_LOCAL);
+    close(fd);
     if (!dl)
         return zfi_diag_add(diag, ZF_EABI, f, nd->line, nd->col, "library",
                             "node '%s': cannot load %s: %s", nd->id, nd->library, dlerror());
@@ -317,7 +385,7 @@ zf_err zf_flow_check_libraries(const zf_flow *f, zf_diag *diag)
     zf_err first = ZF_OK;
     for (size_t i = 0; i < f->n_nodes; i++) {
         zfi_loaded l;
-        zf_err e = zfi_load_node(&f->nodes[i], f->file, NULL, 0, &l, diag);
+        zf_err e = zfi_load_node(&f->nodes[i], f->file, NULL, 0, false, &l, diag);
         if (e == ZF_OK)
             zfi_unload_node(&l, false);
         else if (first == ZF_OK)

@@ -14,8 +14,16 @@ static zf_err send(zf_node *n, unsigned port, zf_data **d, bool try_only, int64_
     if (!n || port >= n->n_out) {
         zf_data_unref(*d);
         *d = NULL;
-        return zfi_error(ZF_EINVAL, "zf_send: node '%s' has no output port %u (it has %zu)",
-                         n ? n->desc->id : "(null)", port, n ? n->n_out : (size_t)0);
+        zf_err e = zfi_error(ZF_EINVAL, "zf_send: node '%s' has no output port %u (it has %zu)",
+                             n ? n->desc->id : "(null)", port, n ? n->n_out : (size_t)0);
+        /* Inside its callback: the reason the node fails names the port
+         * (unless the node says more itself). */
+        if (n && zfi_current_node() == n && !n->error_msg[0])
+            snprintf(n->error_msg, sizeof n->error_msg,
+                     "zf_send to output port %u, which does "
+                     "not exist (%zu output%s)",
+                     port, n->n_out, n->n_out == 1 ? "" : "s");
+        return e;
     }
     if (atomic_load(&n->abandoned)) {
         zf_data_unref(*d);
@@ -175,6 +183,15 @@ void zf_node_set_error(zf_node *n, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(n->error_msg, sizeof n->error_msg, fmt, ap);
     va_end(ap);
+    /* Shown in status, logs and JSON: control characters and invalid
+     * UTF-8 from node code become '?'. */
+    for (unsigned char *p = (unsigned char *)n->error_msg; *p; p++) {
+        size_t k = *p >= 0x80 ? zfi_utf8_len(p, strnlen((const char *)p, 4)) : 1;
+        if (!k || *p < 0x20 || *p == 0x7f)
+            *p = '?';
+        else
+            p += k - 1;
+    }
 }
 
 const char *zf_node_kind_name(zf_node_kind k)

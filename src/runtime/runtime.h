@@ -14,6 +14,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
 
 enum zfi_sched { ZFI_IDLE = 0, ZFI_QUEUED = 1, ZFI_RUNNING = 2, ZFI_RUNNING_NOTIFIED = 3 };
 
@@ -57,6 +58,7 @@ struct zf_node {
     const zf_node_decl *decl;
     void *state;
     bool initialized;
+    bool fini_abandoned; /* its fini outlived its bound */
 
     size_t n_in, n_out; /* library port counts */
     zf_link **in;       /* by library input index */
@@ -79,7 +81,8 @@ struct zf_node {
      * possibly with ZFI_CB_HUNG or ZFI_CB_ABANDONED set. The start time
      * names the callback, so a compare-and-swap acts on that one only. */
     _Atomic uint64_t cb_word;
-    zf_data *cb_capsule;   /* the capsule the running on_input holds */
+    zf_data *cb_capsule; /* the capsule the running on_input holds */
+    int tid;             /* the thread that last entered its code (abandoned-thread reports) */
     uint64_t last_start;   /* the previous callback's cb_word (worker only) */
     uint32_t timing_tick;  /* every BUSY_SAMPLE-th callback is timed precisely */
     atomic_llong held;     /* references node code took and did not drop */
@@ -119,6 +122,7 @@ struct zf_instance {
     size_t *topo;     /* node indices, sources first */
     char **code_dirs; /* zf_instance_options.code_dirs (copied) */
     size_t n_code_dirs;
+    bool allow_writable_code; /* zf_instance_options.allow_writable_code */
     int64_t drain_timeout_ns;
 
     pthread_mutex_t mu;
@@ -129,6 +133,7 @@ struct zf_instance {
     atomic_bool sources_stopped; /* suspended or draining: sources idle */
     atomic_bool halted;          /* past the drain: run no more callbacks */
     bool stopped;
+    bool init_abandoned; /* an init outlived its bound: never free */
     zf_stop_report report;
     size_t sinks_left;
     struct zf_instance *next_in_rt; /* runtime's list (under rt->mu) */
@@ -164,6 +169,7 @@ struct zf_runtime {
     unsigned stuck_workers;  /* in abandoned nodes: never come back */
     bool shutdown;
     zf_instance *instances;
+    struct zfi_abandoned *abandoned; /* threads left in node code (lifecycle.c) */
 
     /* The timer thread's clock (CLOCK_MONOTONIC, ns), stored at each of its
      * wake-ups (at least every ZFI_TICK_NS): callbacks are stamped with it
@@ -178,6 +184,14 @@ struct zf_runtime {
     bool timer_stop;
 };
 
+/* This thread's kernel id (lifecycle.c), cached per thread. */
+extern ZFI_TLS int zfi_tls_tid;
+int zfi_tid_slow(void);
+static inline int zfi_tid(void)
+{
+    return zfi_tls_tid ? zfi_tls_tid : zfi_tid_slow();
+}
+
 /* Run node code on this thread: capsules it allocates come from its pool,
  * pinned ones count in its instance, references it takes count as its own.
  * Returns the previous context for zfi_node_leave. */
@@ -189,6 +203,7 @@ static inline zfi_ctx zfi_node_enter(zf_node *n)
     ctx->acct = n->inst->acct;
     ctx->node = n;
     ctx->held = &n->held;
+    n->tid = zfi_tid();
     return saved;
 }
 
@@ -240,18 +255,43 @@ void zfi_node_set_state(zf_node *n, zf_node_state s, const char *fmt, ...) ZF_PR
 void zfi_node_close_outputs(zf_node *n);
 /* Sinks: one more saw end of stream (instance.c). */
 void zfi_instance_sink_done(zf_instance *inst);
-/* Fini every initialized, non-abandoned node, sinks first (instance.c). */
-void zfi_instance_fini_nodes(zf_instance *inst);
+/* Fini every initialized, non-abandoned node, sinks first, each bounded
+ * (zfi_lifecycle_call); one abandoned is counted in r (may be NULL) and
+ * named in the log (instance.c). */
+void zfi_instance_fini_nodes(zf_instance *inst, zf_stop_report *r);
 /* Free the instance and everything it owns (instance.c). */
 void zfi_instance_free(zf_instance *inst);
 
 /* Loader (loader.c). */
-/* Load node nd's code. With code_dirs (n_code_dirs > 0), the code must lie
- * in one of those folders (real paths ending in '/'), checked on the file
- * opened. */
+/* Load node nd's code. It must be a regular file. With code_dirs
+ * (n_code_dirs > 0), it must lie in one of those folders (real paths ending
+ * in '/'), checked on the file opened, and (unless allow_writable) be
+ * changeable only by root or this user (zfi_trust_check). */
 zf_err zfi_load_node(const zfi_node *nd, const char *file, char *const *code_dirs,
-                     size_t n_code_dirs, zfi_loaded *out, zf_diag *diag);
+                     size_t n_code_dirs, bool allow_writable, zfi_loaded *out, zf_diag *diag);
+/* real (absolute) and every folder above it belong to root or this user;
+ * real itself writable by no one else, the folders above only if sticky.
+ * leaf_st: real's stat if the caller has it (an open file's), else NULL.
+ * ZF_EPERM with the offending component (trust.c). */
+zf_err zfi_trust_check(const char *real, const struct stat *leaf_st);
 void zfi_unload_node(zfi_loaded *l, bool keep_mapped);
+
+/* Bounded init and fini, abandoned threads (lifecycle.c). */
+typedef struct zfi_abandoned {
+    char node[128], instance[37], name[128], in[16];
+    int tid;
+    uint64_t since_ns;
+    struct zfi_abandoned *next;
+} zfi_abandoned;
+/* Run n's init (fini false; its state is stored in n->state) or fini on a
+ * thread of its own and wait at most zfi_lifecycle_bound_ns. True when it
+ * returned (*result: init's result); false when it was abandoned (n is
+ * marked abandoned and recorded: never free it). */
+bool zfi_lifecycle_call(zf_node *n, bool fini, zf_err *result);
+int64_t zfi_lifecycle_bound_ns(const zf_node *n);
+/* Record a thread left inside n's code ("callback", "init", "fini"). */
+void zfi_abandoned_add(zf_node *n, const char *in, int tid);
+void zfi_abandoned_free_all(zf_runtime *rt);
 
 /* UUID v4 (uuid.c). */
 void zfi_uuid_v4(char out[37]);

@@ -227,8 +227,8 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d, uint64_t *n
     n->last_start = t0;
     bool timed = (n->timing_tick++ % BUSY_SAMPLE) == 0;
     uint64_t p0 = timed ? zf_clock_ns() : 0;
-    /* release: the step's batch (n->batch...) is visible to whoever
-     * reads this word, i.e. zfi_node_abandon */
+    /* release: cb_capsule is visible to whoever reads this word (the
+     * watchdog, zfi_node_abandon, the stop report) */
     atomic_store_explicit(&n->cb_word, t0, memory_order_release);
     zf_err err = d ? n->decl->on_input(n->state, n, port, d) : n->decl->produce(n->state, n);
     uint64_t w = t0;

@@ -84,6 +84,7 @@ static void settle(zf_instance *inst, zf_stop_report *r)
                       (now > ZFI_CB_START(w) && now - ZFI_CB_START(w) > (uint64_t)limit));
             if (overdue && zfi_node_abandon(n)) {
                 r->nodes_abandoned++;
+                zfi_abandoned_add(n, "callback", n->tid);
                 pthread_mutex_lock(&inst->mu);
                 zfi_node_set_state(n, ZF_NODE_FAILED, "abandoned at stop: stuck in a callback");
                 pthread_mutex_unlock(&inst->mu);
@@ -162,8 +163,8 @@ static void describe_holders(zf_instance *inst, zf_stop_report *r)
         zf_node *n = inst->nodes[i];
         if (!atomic_load(&n->abandoned))
             continue;
-        zfi_buf_printf(&b, "%snode '%s' abandoned inside a callback", b.len ? "; " : "",
-                       n->desc->id);
+        zfi_buf_printf(&b, "%snode '%s' abandoned inside %s", b.len ? "; " : "", n->desc->id,
+                       n->fini_abandoned ? "fini" : "a callback");
         if (w.abandoned_held && w.abandoned_held[i])
             zfi_buf_puts(&b, ", holding the capsule it was given until it returns");
     }
@@ -290,7 +291,7 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     r.delivered_in_drain = after.to_sinks - before.to_sinks;
 
     /* 4. fini, release, measure. */
-    zfi_instance_fini_nodes(inst);
+    zfi_instance_fini_nodes(inst, &r);
     remove_from_runtime(inst);
     for (size_t i = 0; i < inst->n_links; i++)
         zfi_link_flush(inst->links[i]);

@@ -3,6 +3,7 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
@@ -49,8 +50,10 @@ static void kill_daemon(void)
     }
 }
 
-/* Start zfd with --lib-path for the seed pipeline and the test nodes. */
-static void start_daemon(void)
+/* Start zfd with `args` (NULL-terminated; NULL: --lib-path for the seed
+ * pipeline and the test nodes); the socket file is removed first unless
+ * keep_socket. */
+static void start_daemon_with(const char *const *args, bool keep_socket)
 {
     static bool registered;
     if (!registered) {
@@ -59,28 +62,44 @@ static void start_daemon(void)
     }
     kill_daemon(); /* left by a failed case */
     paths();
-    unlink(sock);
+    if (!keep_socket)
+        unlink(sock);
+    const char *def[] = {"--lib-path", seed_libs, "--lib-path", nodes_libs, NULL};
+    const char *argv[32] = {zfd_bin, "--name", "edge_1", "--socket", sock, "--workers", "2"};
+    int n = 7;
+    for (const char *const *a = args ? args : def; *a && n < 31; a++)
+        argv[n++] = *a;
+    argv[n] = NULL;
     daemon_pid = fork();
     if (daemon_pid == 0) {
         FILE *f = freopen(log_path, "w", stderr);
         (void)f;
         /* Keep ASan's quarantine from looking like growth in the RSS test. */
-        setenv("ASAN_OPTIONS", "quarantine_size_mb=1:detect_leaks=0", 1);
-        execl(zfd_bin, zfd_bin, "--name", "edge_1", "--socket", sock, "--lib-path", seed_libs,
-              "--lib-path", nodes_libs, "--workers", "2", (char *)NULL);
+        /* and let zfd's crash handler (not the sanitizer's) report a SIGSEGV */
+        setenv("ASAN_OPTIONS", "quarantine_size_mb=1:detect_leaks=0:allow_user_segv_handler=1", 1);
+        const char *tsan = getenv("TSAN_OPTIONS");
+        char topts[512];
+        snprintf(topts, sizeof topts, "%s%sallow_user_segv_handler=1", tsan ? tsan : "",
+                 tsan && *tsan ? ":" : "");
+        setenv("TSAN_OPTIONS", topts, 1);
+        execv(zfd_bin, (char *const *)argv);
         _exit(127);
     }
     for (int i = 0; i < 500 && !socket_up(); i++)
         zt_sleep_ms(10);
 }
 
-static int stop_daemon(void)
+static void start_daemon(void)
 {
-    if (daemon_pid <= 0)
-        return -1;
-    kill(daemon_pid, SIGTERM);
+    start_daemon_with(NULL, false);
+}
+
+/* Wait up to timeout_ms for zfd to exit: its exit status (128+signal when
+ * killed), or -2 (then it is killed). */
+static int wait_daemon(int timeout_ms)
+{
     int status = 0;
-    for (int i = 0; i < 3000; i++) {
+    for (int i = 0; i < timeout_ms / 10; i++) {
         if (waitpid(daemon_pid, &status, WNOHANG) == daemon_pid) {
             daemon_pid = 0;
             return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -91,6 +110,14 @@ static int stop_daemon(void)
     waitpid(daemon_pid, &status, 0);
     daemon_pid = 0;
     return -2;
+}
+
+static int stop_daemon(void)
+{
+    if (daemon_pid <= 0)
+        return -1;
+    kill(daemon_pid, SIGTERM);
+    return wait_daemon(30000);
 }
 
 /* zfctl ARGS... (NULL-terminated), with --socket added; output in *out. */
@@ -589,6 +616,510 @@ ZT_CASE(daemon_not_running_is_a_clear_message)
     free(out);
 }
 
+/* ---- issue 17: an attack on the daemon ---- */
+
+/* gen (count 1) -> a faulty sink with `cfg`, hang_timeout 100 ms (init and
+ * fini bounded at 1 s). */
+static const char *faulty_flow(const char *cfg)
+{
+    return zt_fmt("name: faulty\n"
+                  "sources:\n"
+                  "  - id: gen\n"
+                  "    library: \"{{ NODES }}/libt_gen.so\"\n"
+                  "    configuration: {count: 1}\n"
+                  "    outputs: [out]\n"
+                  "sinks:\n"
+                  "  - id: bad\n"
+                  "    library: \"{{ NODES }}/libt_faulty.so\"\n"
+                  "    hang_timeout: 100ms\n"
+                  "    configuration: {%s}\n"
+                  "    inputs: [in]\n"
+                  "links:\n"
+                  "  - {from: {node: gen, output: out}, to: {node: bad, input: in}}\n",
+                  cfg);
+}
+
+/* Deploy descriptor text claiming `path`, with NODES set; the answer. */
+static zf_config *deploy_text(const char *yaml, const char *path, const char *name, int timeout_ms)
+{
+    zf_client *c = NULL;
+    if (zf_client_connect(sock, &c) != ZF_OK)
+        return NULL;
+    char nodes[600];
+    snprintf(nodes, sizeof nodes, "NODES=%s", nodes_libs);
+    const char *vars[] = {nodes};
+    zf_request r = {.version = ZF_PROTOCOL_VERSION,
+                    .op = ZF_OP_DEPLOY,
+                    .descriptor = yaml,
+                    .path = path,
+                    .name = name,
+                    .vars = vars,
+                    .n_vars = 1,
+                    .start = true};
+    zf_config *resp = NULL;
+    zf_client_call(c, &r, &resp, timeout_ms);
+    zf_client_close(c);
+    return resp;
+}
+
+static bool answer_ok(const zf_config *r)
+{
+    bool ok = false;
+    zf_config_bool(r, "ok", false, &ok);
+    return ok;
+}
+
+static const char *answer_str(const zf_config *r, const char *key)
+{
+    const char *v = NULL;
+    zf_config_string(r, key, "", &v);
+    return v ? v : "";
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    char buf[65536];
+    for (size_t k; in && out && (k = fread(buf, 1, sizeof buf, in)) > 0;)
+        fwrite(buf, 1, k, out);
+    if (in)
+        fclose(in);
+    if (out)
+        fclose(out);
+}
+
+/* Finding 3: the client's `path` is a claim the daemon checks itself. */
+ZT_CASE(a_descriptor_folder_claimed_by_a_client_is_not_trusted)
+{
+    paths();
+    const char *args[] = {"--lib-path", seed_libs, "--allow-descriptor-dir", NULL};
+    start_daemon_with(args, false);
+    ZT_CHECK(socket_up());
+    char yaml[2048];
+    snprintf(yaml, sizeof yaml, "%s", faulty_flow("mode: none"));
+    /* "/x.yaml" would make "/" the descriptor's folder; the test nodes'
+     * folder, claimed, would allow them */
+    const char *claims[] = {"/x.yaml", zt_fmt("%s/flow.yaml", nodes_libs)};
+    for (size_t i = 0; i < 2; i++) {
+        zf_config *r = deploy_text(yaml, claims[i], "claimed", 30000);
+        ZT_CHECK(r);
+        ZT_CHECK(!answer_ok(r));
+        ZT_STREQ(answer_str(r, "error.code"), "ZF_EPERM");
+        ZT_CONTAINS(answer_str(r, "error.message"), "is outside the daemon's --lib-path folders");
+        ZT_CONTAINS(answer_str(r, "error.message"), "(not allowed here: the daemon cannot read");
+        zf_config_free(r);
+    }
+    /* a descriptor the daemon reads, holding exactly that text: its folder
+     * (both libraries copied there, named relative to it) */
+    const char *dir = zt_tmp_path("own-folder");
+    mkdir(dir, 0755);
+    copy_file(zt_fmt("%s/libt_faulty.so", nodes_libs), zt_fmt("%s/libt_faulty.so", dir));
+    copy_file(zt_fmt("%s/libt_gen.so", nodes_libs), zt_fmt("%s/libt_gen.so", dir));
+    char own_dir_yaml[2048];
+    snprintf(own_dir_yaml, sizeof own_dir_yaml, "%s", yaml);
+    for (char *q; (q = strstr(own_dir_yaml, "{{ NODES }}/"));)
+        memmove(q, q + 12, strlen(q + 12) + 1);
+    const char *desc = zt_fmt("%s/flow.yaml", dir);
+    FILE *f = fopen(desc, "w");
+    ZT_CHECK(f);
+    fputs(own_dir_yaml, f);
+    fclose(f);
+    zf_config *r = deploy_text(own_dir_yaml, desc, "own", 30000);
+    ZT_CHECK(r);
+    if (!answer_ok(r))
+        ZT_FAIL("deploy from a verified folder: %s", answer_str(r, "error.message"));
+    zf_config_free(r);
+    /* the same file, but the text sent differs from it: refused */
+    r = deploy_text(yaml, desc, "other-text", 30000);
+    ZT_CHECK(r && !answer_ok(r));
+    ZT_CONTAINS(answer_str(r, "error.message"), "(not allowed here: the daemon cannot read");
+    zf_config_free(r);
+    ZT_EQ(stop_daemon(), 0);
+}
+
+/* Finding 4: a lib folder others can write is refused, unless overridden. */
+ZT_CASE(a_world_writable_lib_path_is_refused)
+{
+    paths();
+    const char *dir = zt_tmp_path("world-writable");
+    mkdir(dir, 0755);
+    chmod(dir, 0777);
+    char *argv[] = {zfd_bin, "--name", "x", "--socket", sock, "--lib-path", (char *)dir, NULL};
+    char *out = NULL;
+    ZT_EQ(zt_exec(argv, &out, 30), 2);
+    ZT_CONTAINS(out, "is writable by everyone (mode 0777)");
+    ZT_CONTAINS(out, "--allow-writable-lib-path");
+    free(out);
+    const char *args[] = {"--lib-path", dir, "--allow-writable-lib-path", NULL};
+    start_daemon_with(args, false);
+    ZT_CHECK(socket_up());
+    ZT_EQ(stop_daemon(), 0);
+    char logbuf[65536];
+    zt_read_file(log_path, logbuf, sizeof logbuf);
+    ZT_CONTAINS(logbuf, "accepted by --allow-writable-lib-path");
+}
+
+/* Finding 5: idle connections cannot lock a client out. */
+ZT_CASE(seventy_idle_connections_do_not_lock_out_zfctl)
+{
+    start_daemon();
+    ZT_CHECK(socket_up());
+    int fds[70];
+    for (int i = 0; i < 70; i++) {
+        fds[i] = raw_connect();
+        ZT_CHECK(fds[i] >= 0);
+    }
+    zt_sleep_ms(200); /* every one accepted (or refused) by now */
+    char *out = NULL;
+    uint64_t t0 = zf_clock_ns();
+    int rc = ctl(&out, "ls", NULL);
+    double secs = (double)(zf_clock_ns() - t0) / 1e9;
+    printf("  zfctl ls with 70 idle connections: %.3f s\n", secs);
+    ZT_EQ(rc, 0);
+    ZT_CONTAINS(out, "UUID");
+    ZT_CHECK(secs < 1.0);
+    free(out);
+    /* invalid UTF-8 in op: refused, and the answer is still JSON */
+    int fd = raw_connect();
+    frame(fd, "{\"v\":1,\"op\":\"li\xc0\xafst\"}");
+    char buf[1024];
+    read_reply(fd, buf, sizeof buf);
+    close(fd);
+    zf_config *tree = NULL;
+    char err[128];
+    ZT_EQ(zf_json_parse(buf, strlen(buf), &tree, err, sizeof err), ZF_OK);
+    ZT_STREQ(answer_str(tree, "error.code"), "ZF_EPARSE");
+    zf_config_free(tree);
+    for (int i = 0; i < 70; i++)
+        close(fds[i]);
+    ZT_EQ(stop_daemon(), 0);
+}
+
+/* A restarted zfd answers hello within 20 s (until it replaced a stale
+ * socket, hello may go to that one: each try waits 200 ms). */
+static bool hello_soon(void)
+{
+    bool up = false;
+    for (int i = 0; i < 100 && !up; i++) {
+        zf_client *c = NULL;
+        zf_request hello = {.version = ZF_PROTOCOL_VERSION, .op = ZF_OP_HELLO};
+        zf_config *r = NULL;
+        if (zf_client_connect(sock, &c) == ZF_OK && zf_client_call(c, &hello, &r, 200) == ZF_OK)
+            up = answer_ok(r);
+        else
+            zt_sleep_ms(10);
+        zf_config_free(r);
+        zf_client_close(c);
+    }
+    return up;
+}
+
+/* Finding 6: a socket that accepts and never answers is stale. */
+ZT_CASE(a_socket_no_daemon_answers_is_stale)
+{
+    paths();
+    kill_daemon();
+    unlink(sock);
+    int lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%.100s", sock);
+    ZT_OK(bind(lfd, (struct sockaddr *)&a, sizeof a));
+    ZT_OK(listen(lfd, 16)); /* accepts (in the kernel), never answers */
+    char *out = NULL;
+    uint64_t t0 = zf_clock_ns();
+    ZT_EQ(ctl(&out, "ls", NULL), 4);
+    double secs = (double)(zf_clock_ns() - t0) / 1e9;
+    printf("  zfctl ls on a socket nobody answers: %.2f s\n", secs);
+    ZT_CHECK(secs < 10.0);
+    ZT_CONTAINS(out, "accepts connections but no daemon answers");
+    free(out);
+    start_daemon_with(NULL, true); /* a restart replaces the stale socket */
+    ZT_CHECK(hello_soon());
+    close(lfd);
+    ZT_EQ(stop_daemon(), 0);
+}
+
+static void kill_pidfile(const char *path)
+{
+    char buf[32];
+    int pid = atoi(zt_read_file(path, buf, sizeof buf));
+    if (pid > 1)
+        kill(pid, SIGKILL);
+}
+
+/* Finding 6: a node's fork() keeps no listening socket alive. */
+ZT_CASE(a_forking_node_then_kill_9_and_a_restart_succeeds)
+{
+    start_daemon();
+    const char *pidfile = zt_tmp_path("child.pid");
+    zf_config *r =
+        deploy_text(faulty_flow(zt_fmt("mode: fork, child_s: 20, pidfile: \"%s\"", pidfile)),
+                    zt_tmp_path("f.yaml"), "forker", 30000);
+    ZT_CHECK(r && answer_ok(r));
+    zf_config_free(r);
+    kill(daemon_pid, SIGKILL);
+    waitpid(daemon_pid, NULL, 0);
+    daemon_pid = 0;
+    start_daemon_with(NULL, true); /* the child still lives */
+    bool up = hello_soon();
+    char *out = NULL;
+    uint64_t t0 = zf_clock_ns();
+    int rc = ctl(&out, "ls", NULL);
+    double secs = (double)(zf_clock_ns() - t0) / 1e9;
+    kill_pidfile(pidfile);
+    ZT_CHECK(up);
+    ZT_EQ(rc, 0);
+    ZT_CHECK(secs < 5.0);
+    free(out);
+    ZT_EQ(stop_daemon(), 0);
+}
+
+static zf_config *workers_answer(void)
+{
+    return request(ZF_OP_WORKERS, NULL);
+}
+
+/* The abandoned threads `workers` lists for node `in` ("init"...). */
+static int abandoned_in(const zf_config *w, const char *in, double *cpu)
+{
+    const zf_config *list = zf_config_get(w, "result.workers");
+    const zf_config *t = zf_config_get(zf_config_at(list, 0), "abandoned_threads");
+    int n = 0;
+    for (size_t i = 0; i < zf_config_len(t); i++) {
+        const zf_config *x = zf_config_at(t, i);
+        if (!strcmp(answer_str(x, "in"), in) && !strcmp(answer_str(x, "node"), "bad")) {
+            n++;
+            if (cpu)
+                zf_config_float(x, "cpu_s", 0, cpu);
+        }
+    }
+    return n;
+}
+
+/* Findings 7 and 8: init and fini that never return are bounded, reported,
+ * shown; a neighbour keeps running and stops gracefully at SIGTERM. */
+ZT_CASE(init_and_fini_that_never_return_under_zfd)
+{
+    start_daemon();
+    char *neighbour = deploy_seed("neighbour", true);
+    ZT_CHECK(neighbour);
+    uint64_t t0 = zf_clock_ns();
+    zf_config *r =
+        deploy_text(faulty_flow("mode: init_hang"), zt_tmp_path("f.yaml"), "stuck-init", 60000);
+    double secs = (double)(zf_clock_ns() - t0) / 1e9;
+    printf("  deploy with an init that never returns answered after %.2f s\n", secs);
+    ZT_CHECK(r && !answer_ok(r));
+    ZT_STREQ(answer_str(r, "error.code"), "ZF_ETIMEDOUT");
+    ZT_CONTAINS(answer_str(r, "error.message"), "node 'bad': init has not returned after 1.0 s");
+    ZT_CHECK(secs < 8.0);
+    zf_config_free(r);
+    zf_config *w = workers_answer();
+    ZT_EQ(abandoned_in(w, "init", NULL), 1);
+    zf_config_free(w);
+
+    r = deploy_text(faulty_flow("mode: fini_hang"), zt_tmp_path("f.yaml"), "stuck-fini", 30000);
+    ZT_CHECK(r && answer_ok(r));
+    zf_config_free(r);
+    char *out = NULL;
+    t0 = zf_clock_ns();
+    ZT_EQ(ctl(&out, "destroy", "stuck-fini", NULL), 0);
+    secs = (double)(zf_clock_ns() - t0) / 1e9;
+    printf("  destroy with a fini that never returns answered after %.2f s\n", secs);
+    ZT_CHECK(secs < 10.0);
+    free(out);
+    w = workers_answer();
+    ZT_EQ(abandoned_in(w, "fini", NULL), 1);
+    zf_config_free(w);
+
+    /* a callback that spins: abandoned at destroy, its CPU shown */
+    r = deploy_text(faulty_flow("mode: spin"), zt_tmp_path("f.yaml"), "spinner", 30000);
+    ZT_CHECK(r && answer_ok(r));
+    zf_config_free(r);
+    zt_sleep_ms(300);
+    ZT_EQ(ctl(&out, "destroy", "spinner", NULL), 0);
+    free(out);
+    zt_sleep_ms(300);
+    double cpu = 0;
+    w = workers_answer();
+    ZT_EQ(abandoned_in(w, "callback", &cpu), 1);
+    zf_config_free(w);
+    printf("  the abandoned spinning callback has used %.2f s of CPU\n", cpu);
+    ZT_CHECK(cpu > 0.1);
+    ZT_EQ(ctl(&out, "workers", NULL), 0);
+    ZT_CONTAINS(out, "node 'bad' of spinner");
+    ZT_CONTAINS(out, "in callback");
+    free(out);
+
+    ZT_EQ(ctl(&out, "ls", NULL), 0);
+    ZT_CONTAINS(out, "neighbour");
+    ZT_CHECK(!strstr(out, "stuck-init") && !strstr(out, "stuck-fini"));
+    free(out);
+    ZT_EQ(stop_daemon(), 0);
+    char logbuf[65536];
+    zt_read_file(log_path, logbuf, sizeof logbuf);
+    ZT_CONTAINS(logbuf, zt_fmt("destroyed %s (neighbour)", neighbour));
+    ZT_CONTAINS(logbuf, "init has not returned after 1.0 s: abandoned");
+    ZT_CONTAINS(logbuf, "fini has not returned after 1.0 s: abandoned");
+    free(neighbour);
+}
+
+/* Finding 7 under zfctl run: bounded, reported, not a success. */
+ZT_CASE(init_and_fini_that_never_return_under_zfctl_run)
+{
+    paths();
+    const char *modes[] = {"mode: init_hang", "mode: fini_hang"};
+    const char *want[] = {"init has not returned after 1.0 s", "fini has not returned after 1.0 s"};
+    for (int i = 0; i < 2; i++) {
+        const char *file = zt_tmp_path(zt_fmt("run%d.yaml", i));
+        FILE *f = fopen(file, "w");
+        ZT_CHECK(f);
+        fputs(faulty_flow(modes[i]), f);
+        fclose(f);
+        char nodes[600];
+        snprintf(nodes, sizeof nodes, "NODES=%s", nodes_libs);
+        char *argv[] = {zfctl_bin, "run", (char *)file, "--var", nodes, "--duration", "1s", NULL};
+        char *out = NULL;
+        uint64_t t0 = zf_clock_ns();
+        int rc = zt_exec(argv, &out, 60);
+        double secs = (double)(zf_clock_ns() - t0) / 1e9;
+        printf("  zfctl run, %s: exit %d after %.2f s\n", modes[i], rc, secs);
+        ZT_EQ(rc, 1);
+        ZT_CHECK(secs < 10.0);
+        ZT_CONTAINS(out, want[i]);
+        free(out);
+    }
+    /* an init bounded at 50 s (hang_timeout 5 s): SIGINT still ends it */
+    char text[2048];
+    snprintf(text, sizeof text, "%s", faulty_flow("mode: init_hang"));
+    char *h = strstr(text, "hang_timeout: 100ms");
+    ZT_CHECK(h);
+    memcpy(h, "hang_timeout: 5s   ", 19);
+    const char *file = zt_tmp_path("run-sigint.yaml"), *outp = zt_tmp_path("run-sigint.out");
+    FILE *f = fopen(file, "w");
+    ZT_CHECK(f);
+    fputs(text, f);
+    fclose(f);
+    char nodes[600];
+    snprintf(nodes, sizeof nodes, "NODES=%s", nodes_libs);
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *o = freopen(outp, "w", stderr);
+        (void)o;
+        execl(zfctl_bin, zfctl_bin, "run", file, "--var", nodes, (char *)NULL);
+        _exit(127);
+    }
+    zt_sleep_ms(500);
+    uint64_t t0 = zf_clock_ns();
+    kill(pid, SIGINT);
+    int status = 0;
+    bool done = false;
+    for (int i = 0; i < 1500 && !done; i++) {
+        done = waitpid(pid, &status, WNOHANG) == pid;
+        if (!done)
+            zt_sleep_ms(10);
+    }
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    double secs = (double)(zf_clock_ns() - t0) / 1e9;
+    printf("  zfctl run, SIGINT during an init bounded at 50 s: exit after %.2f s\n", secs);
+    ZT_CHECK(done);
+    ZT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 1);
+    char buf[4096];
+    ZT_CONTAINS(zt_read_file(outp, buf, sizeof buf), "SIGINT while the nodes were initializing");
+}
+
+/* Finding 9: a node's exit(0) or SIGSEGV is logged with the node's name,
+ * and zfd never exits 0 because of it; the unit restarts on any exit. */
+ZT_CASE(a_node_that_exits_or_segfaults_is_named_in_the_log)
+{
+    const char *modes[] = {"mode: exit0", "mode: segv", "mode: abort"};
+    const int status[] = {70, 128 + SIGSEGV, 128 + SIGABRT};
+    const char *want[] = {"exit() called in node 'bad' of instance",
+                          "fatal signal SIGSEGV (11) in node 'bad' of instance",
+                          "fatal signal SIGABRT (6) in node 'bad' of instance"};
+    for (int i = 0; i < 3; i++) {
+        start_daemon();
+        zf_config *r = deploy_text(faulty_flow(modes[i]), zt_tmp_path("f.yaml"), "doomed", 30000);
+        zf_config_free(r);
+        ZT_EQ(wait_daemon(20000), status[i]);
+        char logbuf[65536];
+        zt_read_file(log_path, logbuf, sizeof logbuf);
+        ZT_CONTAINS(logbuf, want[i]);
+        ZT_CONTAINS(logbuf, "(doomed)");
+    }
+    char unit[4096];
+    zt_read_file(zt_fmt("%s/contrib/zfd.service", zt_source_dir()), unit, sizeof unit);
+    ZT_CONTAINS(unit, "\nRestart=always\n");
+}
+
+typedef struct deploy_job {
+    zf_config *answer;
+    const char *yaml, *path;
+} deploy_job;
+
+static void *deploy_main(void *arg)
+{
+    deploy_job *j = arg;
+    j->answer = deploy_text(j->yaml, j->path, "late", 30000);
+    return NULL;
+}
+
+/* Finding 13: SIGTERM during a deploy: the deploy is answered. */
+ZT_CASE(sigterm_during_a_deploy_answers_it)
+{
+    start_daemon();
+    deploy_job j = {.yaml = faulty_flow("mode: init_sleep, sleep_ms: 800"),
+                    .path = zt_tmp_path("f.yaml")};
+    pthread_t t;
+    ZT_OK(pthread_create(&t, NULL, deploy_main, &j));
+    zt_sleep_ms(300);
+    int rc = stop_daemon();
+    pthread_join(t, NULL);
+    ZT_EQ(rc, 0);
+    ZT_CHECK(j.answer);
+    ZT_STREQ(answer_str(j.answer, "error.code"), "ZF_ECLOSED");
+    ZT_CONTAINS(answer_str(j.answer, "error.message"), "zfd is shutting down");
+    zf_config_free(j.answer);
+}
+
+/* Finding 12 (through zfctl validate) and 15 (an ambiguous name exits 1, not
+ * 3, the code of an invalid descriptor). */
+ZT_CASE(fifo_library_and_ambiguous_names)
+{
+    paths();
+    const char *fifo = zt_tmp_path("libfifo.so");
+    unlink(fifo);
+    ZT_OK(mkfifo(fifo, 0644));
+    const char *file = zt_tmp_path("fifo.yaml");
+    FILE *f = fopen(file, "w");
+    ZT_CHECK(f);
+    char text[2048];
+    snprintf(text, sizeof text, "%s", faulty_flow("mode: none"));
+    char *p = strstr(text, "{{ NODES }}/libt_faulty.so");
+    ZT_CHECK(p);
+    fprintf(f, "%.*s%s%s", (int)(p - text), text, fifo, p + strlen("{{ NODES }}/libt_faulty.so"));
+    fclose(f);
+    char nodes[600];
+    snprintf(nodes, sizeof nodes, "NODES=%s", nodes_libs);
+    char *argv[] = {zfctl_bin, "validate", (char *)file, "--var", nodes, NULL};
+    char *out = NULL;
+    ZT_EQ(zt_exec(argv, &out, 30), 3);
+    ZT_CONTAINS(out, "is not a regular file (a FIFO)");
+    free(out);
+
+    start_daemon();
+    char *a = deploy_seed("twin", false), *b = deploy_seed("twin", false);
+    ZT_CHECK(a && b);
+    ZT_EQ(ctl(&out, "status", "twin", NULL), 1);
+    ZT_CONTAINS(out, "is ambiguous");
+    free(out);
+    free(a);
+    free(b);
+    ZT_EQ(stop_daemon(), 0);
+}
+
 ZT_MAIN(ZT_ENTRY(five_instances_listed_destroyed_suspended_resumed),
         ZT_ENTRY(library_outside_lib_path_is_refused),
         ZT_ENTRY(node_files_outside_lib_path_are_not_read),
@@ -597,4 +1128,13 @@ ZT_MAIN(ZT_ENTRY(five_instances_listed_destroyed_suspended_resumed),
         ZT_ENTRY(socket_is_0660_and_other_users_are_refused),
         ZT_ENTRY(two_hundred_deploy_destroy_cycles_stay_flat),
         ZT_ENTRY(sigterm_destroys_every_instance_gracefully),
-        ZT_ENTRY(daemon_not_running_is_a_clear_message))
+        ZT_ENTRY(daemon_not_running_is_a_clear_message),
+        ZT_ENTRY(a_descriptor_folder_claimed_by_a_client_is_not_trusted),
+        ZT_ENTRY(a_world_writable_lib_path_is_refused),
+        ZT_ENTRY(seventy_idle_connections_do_not_lock_out_zfctl),
+        ZT_ENTRY(a_socket_no_daemon_answers_is_stale),
+        ZT_ENTRY(a_forking_node_then_kill_9_and_a_restart_succeeds),
+        ZT_ENTRY(init_and_fini_that_never_return_under_zfd),
+        ZT_ENTRY(init_and_fini_that_never_return_under_zfctl_run),
+        ZT_ENTRY(a_node_that_exits_or_segfaults_is_named_in_the_log),
+        ZT_ENTRY(sigterm_during_a_deploy_answers_it), ZT_ENTRY(fifo_library_and_ambiguous_names))

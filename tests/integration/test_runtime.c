@@ -408,6 +408,27 @@ ZT_CASE(destroy_while_its_nodes_wait_in_the_run_queue)
     zf_flow_free(fb);
 }
 
+/* Issue 17: a send to an output port that does not exist degrades the node
+ * with a reason that names the port, not only "last: ZF_EINVAL". */
+ZT_CASE(send_to_a_missing_port_is_named_in_the_reason)
+{
+    setup();
+    const zt_node n[] = {
+        {"gen", ZT_LIB("gen"), "count: 50, size: 64", NULL},
+        {"bad", "library: \"{{ NODES }}/libt_faulty.so\"", "mode: bad_port", NULL}};
+    zf_flow *f = zt_flow(zt_chain("bad-port", n, 2, false), NULL, NULL, NULL);
+    ZT_CHECK(f);
+    zf_instance *inst = zt_start(rt, f, NULL);
+    ZT_CHECK(inst);
+    ZT_CHECK(zt_wait_state(inst, "bad", ZF_NODE_DEGRADED, 10000));
+    char reason[256];
+    zf_node_stats st;
+    ZT_CHECK(zt_node_stats(inst, "bad", &st, reason, sizeof reason));
+    ZT_CONTAINS(reason,
+                "last: ZF_EINVAL: zf_send to output port 3, which does not exist (0 outputs)");
+    zt_finish(inst, f);
+}
+
 ZT_CASE(teardown)
 {
     zf_runtime_destroy(rt);
@@ -427,4 +448,5 @@ ZT_MAIN(ZT_ENTRY(pipeline_delivers_everything_in_order_without_copies),
         ZT_ENTRY(slow_nodes_are_waited_for_not_abandoned),
         ZT_ENTRY(abandoned_mid_batch_leaks_nothing),
         ZT_ENTRY(hung_mid_batch_then_back_accounts_for_everything),
-        ZT_ENTRY(destroy_while_its_nodes_wait_in_the_run_queue), ZT_ENTRY(teardown))
+        ZT_ENTRY(destroy_while_its_nodes_wait_in_the_run_queue),
+        ZT_ENTRY(send_to_a_missing_port_is_named_in_the_reason), ZT_ENTRY(teardown))

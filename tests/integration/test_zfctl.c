@@ -148,8 +148,9 @@ ZT_CASE(shutdown_with_a_node_that_never_returns)
                 "--drain-timeout", "1s", "--stats", NULL);
     double secs = (double)(zf_clock_ns() - t0) / 1e9;
     printf("  exited after %.2f s\n", secs);
-    ZT_EQ(rc, 0);
+    ZT_EQ(rc, 1); /* a node was abandoned: not a success (issue 17, finding 15) */
     ZT_CHECK(secs < 2.0 + 1.0 + 2.5); /* duration + drain timeout + margin */
+    ZT_CONTAINS(out, "1 node(s) abandoned at stop");
     ZT_CONTAINS(out, "node 'detect' abandoned");
     ZT_CONTAINS(out, "abandoned nodes: 1");
     ZT_CONTAINS(out, "bytes still held in the pool: 0 (nothing leaked)");

@@ -1,0 +1,233 @@
+/* init and fini, bounded like callbacks: each runs on a thread of its own,
+ * and the caller waits at most ten times the node's hang_timeout (10 s by
+ * default). One that has not returned by then is abandoned: its thread is
+ * left behind (recorded with the runtime's abandoned threads), the node is
+ * never freed, and the caller goes on (the instance fails to create, or
+ * the stop completes). Abandoned threads of every kind are listed by
+ * zf_runtime_abandoned. */
+#include "runtime/runtime.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+ZFI_TLS int zfi_tls_tid;
+
+int zfi_tid_slow(void)
+{
+    zfi_tls_tid = (int)syscall(SYS_gettid);
+    return zfi_tls_tid;
+}
+
+/* ---- the abandoned threads ---- */
+
+void zfi_abandoned_add(zf_node *n, const char *in, int tid)
+{
+    zf_runtime *rt = n->inst->rt;
+    zfi_abandoned *a = zfi_calloc(1, sizeof *a);
+    if (!a)
+        return;
+    snprintf(a->node, sizeof a->node, "%s", n->desc->id);
+    snprintf(a->instance, sizeof a->instance, "%s", n->inst->uuid);
+    snprintf(a->name, sizeof a->name, "%s", n->inst->name ? n->inst->name : "");
+    snprintf(a->in, sizeof a->in, "%s", in);
+    a->tid = tid;
+    a->since_ns = zf_clock_ns();
+    pthread_mutex_lock(&rt->mu);
+    a->next = rt->abandoned;
+    rt->abandoned = a;
+    pthread_mutex_unlock(&rt->mu);
+}
+
+/* CPU time of thread tid of this process (ns); false if it is gone. */
+static bool thread_cpu(int tid, uint64_t *ns)
+{
+    clockid_t clk = (clockid_t)((~(unsigned)tid << 3) | 6u); /* the kernel's per-thread clock */
+    struct timespec ts;
+    if (clock_gettime(clk, &ts) != 0)
+        return false;
+    *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return true;
+}
+
+zf_err zf_runtime_abandoned(zf_runtime *rt, zf_abandoned_thread **out, size_t *n)
+{
+    if (!rt || !out || !n)
+        return zfi_error(ZF_EINVAL, "zf_runtime_abandoned: NULL argument");
+    *out = NULL;
+    *n = 0;
+    pthread_mutex_lock(&rt->mu);
+    size_t count = 0;
+    for (zfi_abandoned *a = rt->abandoned; a; a = a->next)
+        count++;
+    zf_abandoned_thread *v = count ? zfi_calloc(count, sizeof *v) : NULL;
+    if (count && !v) {
+        pthread_mutex_unlock(&rt->mu);
+        return zfi_error(ZF_ENOMEM, "out of memory");
+    }
+    size_t i = count;
+    for (zfi_abandoned *a = rt->abandoned; a; a = a->next) {
+        zf_abandoned_thread *t = &v[--i]; /* oldest first */
+        t->node = a->node;
+        t->instance = a->instance;
+        t->instance_name = a->name;
+        t->in = a->in;
+        t->tid = a->tid;
+        t->since_ns = a->since_ns;
+        t->alive = thread_cpu(a->tid, &t->cpu_ns);
+    }
+    pthread_mutex_unlock(&rt->mu);
+    *out = v;
+    *n = count;
+    return ZF_OK;
+}
+
+void zfi_abandoned_free_all(zf_runtime *rt)
+{
+    while (rt->abandoned) {
+        zfi_abandoned *a = rt->abandoned;
+        rt->abandoned = a->next;
+        free(a);
+    }
+}
+
+/* ---- bounded init and fini ---- */
+
+typedef struct lc_call {
+    zf_node *n;
+    bool fini;
+    zf_err result;
+    void *state;
+    int tid;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;       /* under mu */
+    atomic_int refs; /* the caller's and the thread's: the last frees */
+} lc_call;
+
+static void lc_unref(lc_call *c)
+{
+    if (atomic_fetch_sub(&c->refs, 1) != 1)
+        return;
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c);
+}
+
+static void *lc_main(void *arg)
+{
+    lc_call *c = arg;
+    zf_node *n = c->n;
+    pthread_mutex_lock(&c->mu);
+    c->tid = zfi_tid();
+    pthread_mutex_unlock(&c->mu);
+    zfi_ctx saved = zfi_node_enter(n);
+    zf_err e = ZF_OK;
+    void *state = n->state;
+    if (c->fini)
+        n->decl->fini(state);
+    else
+        e = n->decl->init(n, &state);
+    zfi_node_leave(saved);
+    pthread_mutex_lock(&c->mu);
+    c->result = e;
+    c->state = state;
+    c->done = true;
+    pthread_cond_signal(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    lc_unref(c);
+    return NULL;
+}
+
+int64_t zfi_lifecycle_bound_ns(const zf_node *n)
+{
+    int64_t h = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
+    return h > INT64_MAX / 10 ? INT64_MAX : 10 * h;
+}
+
+bool zfi_lifecycle_call(zf_node *n, bool fini, zf_err *result)
+{
+    *result = ZF_OK;
+    lc_call *c = zfi_calloc(1, sizeof *c);
+    if (!c) {
+        *result = zfi_error(ZF_ENOMEM, "out of memory");
+        return true;
+    }
+    c->n = n;
+    c->fini = fini;
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    atomic_init(&c->refs, 2);
+    pthread_t t;
+    int err = pthread_create(&t, NULL, lc_main, c);
+    if (err != 0) {
+        /* No thread to spare: run it here, unbounded, rather than not at all. */
+        zfi_log(ZF_LOG_WARN, "instance",
+                "node '%s': cannot start a thread for %s (%s): running "
+                "it unbounded",
+                n->desc->id, fini ? "fini" : "init", strerror(err));
+        atomic_store(&c->refs, 1);
+        lc_main(c);
+        return true;
+    }
+    uint64_t deadline = zf_clock_ns() + (uint64_t)zfi_lifecycle_bound_ns(n);
+    struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000u),
+                          .tv_nsec = (long)(deadline % 1000000000u)};
+    pthread_mutex_lock(&c->mu);
+    while (!c->done && pthread_cond_timedwait(&c->cv, &c->mu, &ts) != ETIMEDOUT)
+        ;
+    bool done = c->done;
+    int tid = c->tid;
+    if (done) {
+        *result = c->result;
+        if (!fini)
+            n->state = c->state;
+    }
+    pthread_mutex_unlock(&c->mu);
+    if (done)
+        pthread_join(t, NULL); /* returned: gone in a moment, leaves no thread behind */
+    else
+        pthread_detach(t);
+    lc_unref(c);
+    if (!done) {
+        atomic_store(&n->abandoned, true);
+        zfi_abandoned_add(n, fini ? "fini" : "init", tid);
+    }
+    return done;
+}
+
+/* ---- the crash context ---- */
+
+static size_t put(char *buf, size_t len, size_t at, const char *s)
+{
+    while (s && *s && at + 1 < len)
+        buf[at++] = *s++;
+    return at;
+}
+
+size_t zf_crash_context(char *buf, size_t len)
+{
+    if (!buf || !len)
+        return 0;
+    const zf_node *n = zfi_thread_ctx.node;
+    size_t k = 0;
+    if (n && n->desc && n->inst) {
+        k = put(buf, len, k, "node '");
+        k = put(buf, len, k, n->desc->id);
+        k = put(buf, len, k, "' of instance ");
+        k = put(buf, len, k, n->inst->uuid);
+        k = put(buf, len, k, " (");
+        k = put(buf, len, k, n->inst->name);
+        k = put(buf, len, k, ")");
+    }
+    buf[k] = '\0';
+    return k;
+}
