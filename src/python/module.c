@@ -180,6 +180,31 @@ static int capsule_live(pyz_capsule *c)
     return 1;
 }
 
+/* A writable capsule (from alloc() or zflow.writable()) is given up only
+ * when nothing else in Python can write it afterwards: `mv`, the view being
+ * sent (NULL: the Capsule itself), must be its only view, with no slice,
+ * memoryview or NumPy array made from it still alive. Otherwise raise
+ * BufferError and change nothing (the send is refused, the view stays
+ * usable). */
+static int writable_alone(pyz_capsule *c, PyObject *mv)
+{
+    if (!c->writable)
+        return 1;
+    Py_ssize_t others = c->exports;
+    if (mv) {
+        PyMemoryViewObject *m = (PyMemoryViewObject *)mv;
+        others += m->exports + (m->mbuf ? m->mbuf->exports : 1) - 2;
+    }
+    if (others <= 0)
+        return 1;
+    PyErr_Format(PyExc_BufferError,
+                 "cannot send this capsule: %zd other view(s) of it (a slice, a memoryview, a "
+                 "NumPy array...) can still write it, and a sent capsule must be read-only for "
+                 "its sender; delete them (or call .release() on them) before send()",
+                 others);
+    return 0;
+}
+
 /* Capsule.release(): drop the reference now (when its views are gone). */
 static PyObject *capsule_release(PyObject *self, PyObject *unused)
 {
@@ -199,7 +224,10 @@ static PyObject *capsule_keep(PyObject *self, PyObject *unused)
     pyz_capsule *c = (pyz_capsule *)self;
     if (!capsule_live(c))
         return NULL;
-    c->writable = false; /* shared from now on */
+    if (c->writable) /* a second holder would read what its views still write */
+        return PyErr_Format(PyExc_BufferError,
+                            "keep() shares a capsule, and this one is writable (from alloc()): "
+                            "it is yours already; keep the view itself, or send it");
     return pyz_capsule_new(zf_data_ref(c->d), false);
 }
 
@@ -331,6 +359,8 @@ static zf_data *capsule_take(pyz_capsule *c, PyObject *mv, bool consume)
         return NULL;
     if (!consume)
         return zf_data_ref(c->d);
+    if (!writable_alone(c, mv))
+        return NULL;
     if (mv)
         pyz_view_release(mv);
     c->released = true;
@@ -384,6 +414,14 @@ static zf_data *to_capsule(PyObject *obj, bool consume_any)
                 zf_data *d = capsule_take(c, obj, consume_any || c->writable);
                 Py_DECREF(base);
                 return d;
+            }
+            if (c->writable) {
+                PyBuffer_Release(&view);
+                PyErr_SetString(PyExc_BufferError,
+                                "cannot send a part of a writable capsule (from alloc()): the "
+                                "rest would stay writable by its sender; alloc() the size you "
+                                "send, or send the whole view");
+                return NULL;
             }
         }
     }
@@ -595,6 +633,8 @@ static PyObject *context_try_send(PyObject *self, PyObject *const *args, Py_ssiz
         }
         PyBuffer_Release(&v);
     }
+    if (cap && !writable_alone(cap, mv))
+        return NULL;
     if (cap) {
         Py_INCREF(cap);
         d = capsule_take(cap, NULL, false);
