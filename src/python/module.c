@@ -10,7 +10,7 @@
  *   zflow.writable(view)  a writable view (in place when the capsule is
  *                         unique, else a private copy: copy on write)
  *   zflow.address(obj)    the address of any buffer's bytes
- *   zflow.Node, zflow.Error, log levels: from zflow_support.py (embedded)
+ *   zflow.Node, zflow.Error, log levels: from zflow/_support.py (embedded)
  *
  * Ownership, in one place:
  * - on_input's `data` is a read-only memoryview over the runtime's capsule.
@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "zflow_support.inc" /* zflow_support_py[]: zflow_support.py */
+#include "zflow_support.inc" /* zflow_support_py[]: zflow/_support.py */
 
 static PyObject *zmodule;    /* the module (owned, never freed) */
 static PyObject *error_type; /* zflow.Error (borrowed from the module) */

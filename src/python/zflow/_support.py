@@ -1,7 +1,8 @@
 # The part of the `zflow` module written in Python. libzflow-python.so
 # embeds this file at build time and runs it in the module's namespace,
 # next to the C types Capsule and Context and the functions keep, writable
-# and address (module.c). See docs/python.md.
+# and address (module.c). Outside the runtime, the pure-Python package
+# (zflow/__init__.py) imports it as zflow._support. See docs/python.md.
 """zflow: nodes of a zflow dataflow, written in Python.
 
 A node script defines one class (or names it with `zflow_node = TheClass`):
