@@ -460,6 +460,11 @@ ZF_EXPORT const char *zf_node_id(const zf_node *n);
  *  script's for a `python:` node. Owned by the runtime. */
 ZF_EXPORT const char *zf_node_source(const zf_node *n);
 
+/** The UUID of the node's instance, and the name of its flow (the
+ *  descriptor's `name`). Owned by the instance, valid while it lives. */
+ZF_EXPORT const char *zf_node_instance_uuid(const zf_node *n);
+ZF_EXPORT const char *zf_node_flow_name(const zf_node *n);
+
 /** The node's merged configuration (an empty map when none). Owned by the
  *  runtime, valid until fini returns. */
 ZF_EXPORT const zf_config *zf_node_config(const zf_node *n);

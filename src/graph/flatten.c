@@ -31,26 +31,32 @@ static const char *const entry_fields[] = {"id",
                                            "inputs",
                                            "outputs",
                                            SETTINGS_FIELDS,
+                                           "tags",
                                            "zenoh-subscribers",
                                            "zenoh-publishers"};
-static const char *const file_fields[] = {"description",
-                                          "vars",
-                                          "configuration",
-                                          "library",
-                                          "uri",
-                                          "python",
-                                          "inputs",
-                                          "outputs",
-                                          "id",
-                                          SETTINGS_FIELDS,
-                                          "zenoh-subscribers",
+static const char *const file_fields[] = {"description",     "vars",    "configuration",
+                                          "library",         "uri",     "python",
+                                          "inputs",          "outputs", "id",
+                                          SETTINGS_FIELDS,   "tags",    "zenoh-subscribers",
                                           "zenoh-publishers"};
-static const char *const composite_fields[] = {"description", "vars",    "configuration",
-                                               "inputs",      "outputs", "operators",
-                                               "links",       "id",      SETTINGS_FIELDS};
+static const char *const composite_fields[] = {
+    "description", "vars", "configuration", "inputs", "outputs", "operators",
+    "links",       "id",   SETTINGS_FIELDS, "tags"};
 
 static void entry(zfi_loader *ld, zfi_level *lv, const zf_config *item, const char *field,
                   zf_node_kind kind);
+
+/* Zenoh-Flow 0.5's `tags`: words describing a node, for people (zflow places
+ * nodes by `mapping`). A list of strings, or an error. */
+static void tags(zfi_loader *ld, const zf_config *map, const char *prefix)
+{
+    char f[ZFI_FIELD_MAX], g[ZFI_FIELD_MAX];
+    const zf_config *t = zfi_config_member(map, "tags");
+    if (!t || !zfi_want_seq(ld, t, zfi_field(f, prefix, "tags"), false))
+        return;
+    for (size_t i = 0; i < t->n; i++)
+        zfi_want_text(ld, t->items[i], zfi_field_at(g, f, i));
+}
 
 void zfi_level_free(zfi_level *lv)
 {
@@ -221,6 +227,7 @@ static void leaf(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *item
     zfi_settings fs = ZFI_SETTINGS_INIT;
     if (doc) {
         zfi_known(ld, m, "", "a node file", file_fields, ZFI_ARRAY_LEN(file_fields));
+        tags(ld, m, "");
         if (zfi_refuse_zenoh(ld, m, "", id)) {
             lv->kids[ki].broken = true;
             return;
@@ -323,6 +330,7 @@ static void composite(zfi_loader *ld, zfi_level *lv, size_t ki, const zfi_doc *d
     const zf_config *m = doc->root;
     zfi_kid *k = &lv->kids[ki];
     zfi_known(ld, m, "", "a composite operator", composite_fields, ZFI_ARRAY_LEN(composite_fields));
+    tags(ld, m, "");
     zfi_settings fs;
     zfi_parse_settings(ld, m, "", k->id, ZF_OPERATOR, true, &fs);
     zfi_level in = {.doc = doc, .over = lvcfg, .inherit = lv->inherit};
@@ -493,6 +501,7 @@ static void entry(zfi_loader *ld, zfi_level *lv, const zf_config *item, const ch
     if (!zfi_want_map(ld, item, field, true))
         return;
     zfi_known(ld, item, field, "a node", entry_fields, ZFI_ARRAY_LEN(entry_fields));
+    tags(ld, item, field);
     const zf_config *idc = zfi_config_member(item, "id");
     if (!idc) {
         zfi_err(ld, ZF_EINVAL, item, field, "missing 'id': every node needs an id");

@@ -29,8 +29,11 @@
 
 #include <structmember.h>
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zflow_support.inc" /* zflow_support_py[]: zflow/_support.py */
 
@@ -479,13 +482,15 @@ PyObject *pyz_context_new(zf_node *node, zf_node_kind kind, const zf_port_decl *
     c->kind = PyUnicode_FromString(zf_node_kind_name(kind));
     const char *src = zf_node_source(node);
     c->source = PyUnicode_FromString(src ? src : "");
+    c->instance = PyUnicode_FromString(zf_node_instance_uuid(node));
+    c->flow = PyUnicode_FromString(zf_node_flow_name(node));
     Py_INCREF(config);
     c->config = config;
     c->in_idx = c->out_idx = NULL;
     c->inputs = port_tuple(in, n_in, &c->in_idx);
     c->outputs = port_tuple(out, n_out, &c->out_idx);
     PyObject_GC_Track(c);
-    if (!c->id || !c->kind || !c->source || !c->inputs || !c->outputs) {
+    if (!c->id || !c->kind || !c->source || !c->instance || !c->flow || !c->inputs || !c->outputs) {
         Py_DECREF(c);
         return NULL;
     }
@@ -519,6 +524,8 @@ static void context_dealloc(PyObject *self)
     Py_CLEAR(c->id);
     Py_CLEAR(c->kind);
     Py_CLEAR(c->source);
+    Py_CLEAR(c->instance);
+    Py_CLEAR(c->flow);
     Py_CLEAR(c->config);
     Py_CLEAR(c->inputs);
     Py_CLEAR(c->outputs);
@@ -765,6 +772,9 @@ static PyMemberDef context_members[] = {
     {"id", T_OBJECT_EX, offsetof(pyz_context, id), READONLY, "the node's id"},
     {"kind", T_OBJECT_EX, offsetof(pyz_context, kind), READONLY, "source, operator or sink"},
     {"source", T_OBJECT_EX, offsetof(pyz_context, source), READONLY, "the script's path"},
+    {"instance", T_OBJECT_EX, offsetof(pyz_context, instance), READONLY,
+     "the UUID of the node's instance"},
+    {"flow", T_OBJECT_EX, offsetof(pyz_context, flow), READONLY, "the name of the node's flow"},
     {"configuration", T_OBJECT_EX, offsetof(pyz_context, config), READONLY,
      "the node's configuration (a dict)"},
     {"inputs", T_OBJECT_EX, offsetof(pyz_context, inputs), READONLY, "input port names"},
@@ -884,6 +894,35 @@ PyObject *pyz_helper(const char *name)
     return zmodule ? PyDict_GetItemString(PyModule_GetDict(zmodule), name) : NULL;
 }
 
+/* Where the pure-Python packages are (zenoh_flow for Zenoh-Flow's nodes):
+ * `python/` next to this library (a build tree) and the install folder,
+ * appended to sys.path when they exist (the user's own path comes first). */
+static int add_package_dirs(void)
+{
+    char here[PATH_MAX] = "";
+    Dl_info info;
+    if (dladdr((void *)add_package_dirs, &info) && info.dli_fname) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        if (slash)
+            snprintf(here, sizeof here, "%.*s/python", (int)(slash - info.dli_fname),
+                     info.dli_fname);
+    }
+    const char *dirs[] = {here, ZF_PYTHON_PKG_DIR};
+    PyObject *path = PySys_GetObject("path"); /* borrowed */
+    for (size_t i = 0; path && PyList_Check(path) && i < 2; i++) {
+        if (!dirs[i][0] || access(dirs[i], R_OK) != 0)
+            continue;
+        PyObject *d = PyUnicode_DecodeFSDefault(dirs[i]);
+        int has = d ? PySequence_Contains(path, d) : -1;
+        if (has < 0 || (has == 0 && PyList_Append(path, d) < 0)) {
+            Py_XDECREF(d);
+            return -1;
+        }
+        Py_DECREF(d);
+    }
+    return 0;
+}
+
 PyObject *pyz_module_create(void)
 {
     if (zmodule)
@@ -919,6 +958,10 @@ PyObject *pyz_module_create(void)
     error_type = PyDict_GetItemString(dict, "Error");
     PyObject *modules = PyImport_GetModuleDict();
     if (!error_type || PyDict_SetItemString(modules, "zflow", m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (add_package_dirs() < 0) {
         Py_DECREF(m);
         return NULL;
     }

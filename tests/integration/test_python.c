@@ -639,6 +639,94 @@ ZT_CASE(pinned_views_are_not_reported_as_leaks)
         ZT_CONTAINS(r.holders, "dropped outside its own code");
 }
 
+/* ---- Zenoh-Flow Python nodes (the zenoh_flow compatibility package) ---- */
+
+/* Load a file of tests/compat/zenoh-flow-python/, start it, wait for `n`
+ * callbacks of `id`, stop: every node without error, nothing leaked. */
+static zf_stop_report run_zenoh_flow(const char *file, const char *id, uint64_t n, bool *ok)
+{
+    char path[1024], nodes[1024];
+    snprintf(path, sizeof path, "%s/tests/compat/zenoh-flow-python/%s", zt_source_dir(), file);
+    snprintf(nodes, sizeof nodes, "NODES=%s/tests/nodes", zt_build_dir());
+    const char *v[] = {nodes};
+    zf_flow_options opt = {.vars = v, .n_vars = 1};
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = NULL;
+    zf_stop_report r = {0};
+    *ok = false;
+    if (zf_flow_load(path, &opt, d, &f) != ZF_OK) {
+        char *t = zf_diag_format(d);
+        fprintf(stderr, "%s", t);
+        free(t);
+        zf_diag_free(d);
+        return r;
+    }
+    zf_instance *inst = zt_start(rt, f, d);
+    zf_diag_free(d);
+    if (inst) {
+        *ok = zt_wait_callbacks(inst, id, n, 30000);
+        zf_instance_stop(inst, &r);
+        for (size_t i = 0; i < zf_flow_node_count(f); i++) {
+            zf_node_stats st;
+            zt_node_stats(inst, zf_flow_node_id(f, i), &st, NULL, 0);
+            if (st.errors) {
+                printf("  node '%s': %llu errors (%s)\n", zf_flow_node_id(f, i),
+                       (unsigned long long)st.errors, st.reason ? st.reason : "");
+                *ok = false;
+            }
+        }
+        zf_instance_destroy(inst);
+    }
+    zf_flow_free(f);
+    return r;
+}
+
+ZT_CASE(zenoh_flow_python_05_examples_run_unchanged)
+{
+    if (no_python())
+        return;
+    /* py-pipeline.yml: source.py (a value every 0.5 s) -> operator.py ->
+     * sink.py, through `uri: file://./x.py` node files and register() */
+    bool ok;
+    zf_stop_report r = run_zenoh_flow("0.5/py-pipeline.yml", "PyPrint", 3, &ok);
+    ZT_CHECK(ok);
+    ZT_EQ(r.bytes_leaked, 0);
+    ZT_CHECK(r.releases >= 3); /* the source's bytes, pinned, each released */
+}
+
+ZT_CASE(zenoh_flow_python_06_sink_runs_unchanged)
+{
+    if (no_python())
+        return;
+    bool ok;
+    zf_stop_report r = run_zenoh_flow("0.6/zflow-flow.yaml", "python-sink", 50, &ok);
+    ZT_CHECK(ok);
+    ZT_EQ(r.bytes_leaked, 0);
+}
+
+ZT_CASE(zenoh_flow_operator_payload_is_zero_copy)
+{
+    if (no_python())
+        return;
+    const char *sum = zt_tmp_path("zfc.json"), *fsum = zt_tmp_path("zff.json");
+    char gcfg[256], fcfg[512], ccfg[512];
+    snprintf(gcfg, sizeof gcfg, "count: 300, size: 256");
+    snprintf(fcfg, sizeof fcfg, "summary: \"%s\"", fsum);
+    snprintf(ccfg, sizeof ccfg, "summary: \"%s\"", sum);
+    const zt_node n[] = {{"gen", ZT_LIB("gen"), gcfg, "capacity: 8"},
+                         {"zf", "library: \"{{ PY }}/zf_forward.py\"", fcfg, "capacity: 8"},
+                         {"sink", ZT_LIB("count"), ccfg, NULL}};
+    zt_outcome run = run_until(zt_chain("zenoh-flow-op", n, 3, true), "sink", 300);
+    ZT_CHECK(run.started);
+    ZT_CHECK(run.reached);
+    ZT_EQ(zt_summary(fsum, "received"), 300);
+    ZT_EQ(zt_summary(fsum, "zero_copy"), 300);
+    ZT_EQ(zt_summary(fsum, "wall_ms_ok"), 300);
+    ZT_EQ(zt_summary(sum, "count"), 300);
+    ZT_EQ(zt_summary(sum, "same_address"), 300); /* send_async(payload): the same capsule */
+    ZT_EQ(run.report.bytes_leaked, 0);
+}
+
 ZT_MAIN(ZT_ENTRY(c_source_to_python_sink_reads_the_same_buffer),
         ZT_ENTRY(two_nodes_run_one_script_each_with_its_own_state),
         ZT_ENTRY(python_source_objects_reach_a_c_sink_in_place),
@@ -653,4 +741,7 @@ ZT_MAIN(ZT_ENTRY(c_source_to_python_sink_reads_the_same_buffer),
         ZT_ENTRY(writable_copies_on_write_only_when_shared),
         ZT_ENTRY(python_source_with_its_own_thread),
         ZT_ENTRY(load_errors_name_the_script_and_the_problem),
-        ZT_ENTRY(seed_pipeline_with_detect_py), ZT_ENTRY(teardown))
+        ZT_ENTRY(seed_pipeline_with_detect_py),
+        ZT_ENTRY(zenoh_flow_python_05_examples_run_unchanged),
+        ZT_ENTRY(zenoh_flow_python_06_sink_runs_unchanged),
+        ZT_ENTRY(zenoh_flow_operator_payload_is_zero_copy), ZT_ENTRY(teardown))

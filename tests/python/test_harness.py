@@ -141,5 +141,52 @@ class HarnessTest(unittest.TestCase):
             h.node.send("out", b"late")
 
 
+class ZenohFlowTest(unittest.TestCase):
+    """Zenoh-Flow nodes (register()) through the harness, as the host runs them."""
+
+    EXAMPLES = os.path.join(HERE, "..", "compat", "zenoh-flow-python")
+
+    def test_05_operator(self):
+        h = Harness(os.path.join(self.EXAMPLES, "0.5", "operator.py"), inputs=["Data"],
+                    outputs=["Data"])
+        for v in (1, 300, 70000):
+            sent = h.feed("Data", v.to_bytes((v.bit_length() + 7) // 8, "big"))
+            self.assertEqual([int.from_bytes(s.data, "big") for s in sent], [v])
+        h.close()
+
+    def test_05_source_and_sink(self):
+        src = Harness(os.path.join(self.EXAMPLES, "0.5", "source.py"), outputs=["Value"],
+                      configuration={"value": 41})
+        sent = src.produce()
+        self.assertEqual(int.from_bytes(sent[0].data, "big"), 42)
+        sink = Harness(os.path.join(self.EXAMPLES, "0.5", "sink.py"), inputs=["Value"])
+        self.assertEqual(sink.feed("Value", sent[0].data), [])
+        sink.close()
+        src.close()
+
+    def test_06_operator(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            summary = os.path.join(tmp, "zf.json")
+            h = Harness(script("zf_forward.py"), inputs=["in"], outputs=["out"],
+                        configuration={"summary": summary})
+            buf = bytearray(16)
+            sent = h.feed("in", buf)
+            self.assertEqual(len(sent), 1)
+            h.close()
+            with open(summary) as f:
+                got = json.load(f)
+        self.assertEqual(got["received"], 1)
+        self.assertEqual(got["wall_ms_ok"], 1)
+        self.assertEqual(got["zero_copy"], 0)  # its first 8 bytes are 0, not an address
+
+    def test_register_must_return_a_class(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "bad.py")
+            with open(path, "w") as f:
+                f.write("def register():\n    return 42\n")
+            with self.assertRaisesRegex(TypeError, "register\\(\\) must return the node's class"):
+                Harness(path, inputs=["in"])
+
+
 if __name__ == "__main__":
     unittest.main()

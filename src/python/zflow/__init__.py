@@ -250,8 +250,11 @@ class Context:
     """What a node can do outside the runtime: the same calls as the
     runtime's Context, answered by a zflow.testing.Harness."""
 
-    def __init__(self, harness, id, kind, inputs, outputs, source, configuration):
+    def __init__(self, harness, id, kind, inputs, outputs, source, configuration, flow="",
+                 instance=""):
         self._harness = harness
+        self.flow = flow  # the flow's name
+        self.instance = instance  # the instance's UUID
         self.id = id
         self.kind = kind
         self.inputs = tuple(inputs)

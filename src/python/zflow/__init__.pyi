@@ -46,6 +46,8 @@ class Context:
     inputs: Tuple[str, ...]
     outputs: Tuple[str, ...]
     source: str
+    flow: str
+    instance: str
     configuration: dict[str, Any]
     @property
     def stopping(self) -> bool: ...

@@ -126,6 +126,12 @@ def _load(path, modname, kind):
         raise
     try:
         explicit = getattr(module, "zflow_node", None)
+        if explicit is None and callable(getattr(module, "register", None)):
+            # A Zenoh-Flow node: register() returns its class; the zenoh_flow
+            # compatibility package runs it as a zflow node.
+            import zenoh_flow
+
+            explicit = zenoh_flow._zflow_node(module.register(), kind, name)
         if explicit is not None:
             if not callable(explicit):
                 raise TypeError(

@@ -18,6 +18,7 @@ the harness checks behaviour, not zero copy).
 
 import os as _os
 import time as _time
+import uuid as _uuid
 
 import zflow
 from zflow import _support
@@ -45,9 +46,12 @@ class Harness:
 
     node: a script path (loaded as the runtime loads it) or a node class (or
     factory). kind: "source", "operator" or "sink" (default: from the ports).
-    full: set True to make try_send() answer False (a full link)."""
+    full: set True to make try_send() answer False (a full link). flow: the
+    flow's name the node sees (context.flow); each harness is an instance
+    of its own (context.instance, a new UUID)."""
 
-    def __init__(self, node, kind=None, inputs=(), outputs=(), configuration=None, id=None):
+    def __init__(self, node, kind=None, inputs=(), outputs=(), configuration=None, id=None,
+                 flow="test"):
         inputs, outputs = tuple(inputs), tuple(outputs)
         if kind is None:
             kind = "operator" if inputs and outputs else "sink" if inputs else "source"
@@ -71,7 +75,8 @@ class Harness:
                 factory, "__name__", "node"
             )
         config = {} if configuration is None else dict(configuration)
-        self.context = zflow.Context(self, id, kind, inputs, outputs, source, config)
+        self.context = zflow.Context(self, id, kind, inputs, outputs, source, config, flow,
+                                     str(_uuid.uuid4()))
         self.node = factory(self.context, config)
         if isinstance(self.node, zflow.Node):
             # the runtime's Node.__new__ keeps them even without super().__init__
