@@ -895,19 +895,24 @@ PyObject *pyz_helper(const char *name)
 }
 
 /* Where the pure-Python packages are (zenoh_flow for Zenoh-Flow's nodes):
- * `python/` next to this library (a build tree) and the install folder,
+ * `python/` next to this library (a build tree) and the install folder
+ * (ZF_PYTHON_PKG_DIR, absolute or relative to this library's folder),
  * appended to sys.path when they exist (the user's own path comes first). */
 static int add_package_dirs(void)
 {
-    char here[PATH_MAX] = "";
+    char build[PATH_MAX] = "", installed[PATH_MAX] = ZF_PYTHON_PKG_DIR;
     Dl_info info;
     if (dladdr((void *)add_package_dirs, &info) && info.dli_fname) {
         const char *slash = strrchr(info.dli_fname, '/');
-        if (slash)
-            snprintf(here, sizeof here, "%.*s/python", (int)(slash - info.dli_fname),
-                     info.dli_fname);
+        int n = slash ? (int)(slash - info.dli_fname) : 0;
+        if (slash) {
+            snprintf(build, sizeof build, "%.*s/python", n, info.dli_fname);
+            if (ZF_PYTHON_PKG_DIR[0] != '/')
+                snprintf(installed, sizeof installed, "%.*s/%s", n, info.dli_fname,
+                         ZF_PYTHON_PKG_DIR);
+        }
     }
-    const char *dirs[] = {here, ZF_PYTHON_PKG_DIR};
+    const char *dirs[] = {build, installed};
     PyObject *path = PySys_GetObject("path"); /* borrowed */
     for (size_t i = 0; path && PyList_Check(path) && i < 2; i++) {
         if (!dirs[i][0] || access(dirs[i], R_OK) != 0)
