@@ -259,6 +259,13 @@ void zfi_refuse_builtin(zfi_loader *ld, const zf_config *entry, const zf_config 
                 id, name);
         return;
     }
+    if (kind == ZF_OPERATOR) {
+        zfi_err(ld, ZF_EINVAL, desc, field,
+                "node '%s': 'builtin://zenoh' is Zenoh-Flow's built-in Zenoh source or sink, not "
+                "an operator (and zflow has no Zenoh): expected a node file",
+                id);
+        return;
+    }
     /* what it would subscribe or publish: configuration.key-expressions */
     const zf_config *cfg = zfi_config_member(entry, "configuration");
     const zf_config *ke =

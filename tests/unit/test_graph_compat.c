@@ -654,6 +654,16 @@ ZT_CASE(unknown_builtin_is_named)
     ZT_STREQ(zf_diag_get(d, 0)->field, "sources[0].descriptor");
     ZT_CONTAINS(zf_diag_get(d, 0)->message, "unknown built-in node 'builtin://mqtt'");
     zf_diag_free(d);
+    d = zf_diag_new();
+    ZT_EQ(load_text("name: x\n" TWO_NODES "operators: [{id: op, descriptor: builtin://zenoh}]\n"
+                    "links: [{from: {node: a, output: o}, to: {node: op, input: i}},\n"
+                    "        {from: {node: op, output: o}, to: {node: b, input: i}}]\n",
+                    d, &f),
+          ZF_EINVAL);
+    ZT_EQ(zf_diag_count(d), 1);
+    ZT_STREQ(zf_diag_get(d, 0)->field, "operators[0].descriptor");
+    ZT_CONTAINS(zf_diag_get(d, 0)->message, "not an operator");
+    zf_diag_free(d);
 }
 
 ZT_MAIN(ZT_ENTRY(data_flow_flattens), ZT_ENTRY(data_flow_needs_its_vars),
