@@ -179,6 +179,34 @@ class ZenohFlowTest(unittest.TestCase):
         self.assertEqual(got["wall_ms_ok"], 1)
         self.assertEqual(got["zero_copy"], 0)  # its first 8 bytes are 0, not an address
 
+    def test_two_inputs_with_asyncio_gather(self):
+        # Zenoh-Flow's documented way to wait on several inputs
+        src = (
+            "import asyncio\n"
+            "from zenoh_flow_python import Operator\n"
+            "class Join(Operator):\n"
+            "    def __init__(self, context, configuration, inputs, outputs):\n"
+            "        self.a, self.b = inputs.take_raw('a'), inputs.take_raw('b')\n"
+            "        self.out = outputs.take_raw('out')\n"
+            "    async def iteration(self):\n"
+            "        ma, mb = await asyncio.gather(self.a.recv_async(), self.b.recv_async())\n"
+            "        await self.out.send_async(bytes(ma.payload()) + bytes(mb.payload()))\n"
+            "    def finalize(self):\n"
+            "        pass\n"
+            "def register():\n"
+            "    return Join\n"
+        )
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "join.py")
+            with open(path, "w") as f:
+                f.write(src)
+            h = Harness(path, inputs=["a", "b"], outputs=["out"])
+            self.assertEqual(h.feed("a", b"1"), [])
+            self.assertEqual(h.feed("a", b"2"), [])  # queued
+            self.assertEqual([s.data for s in h.feed("b", b"x")], [b"1x"])
+            self.assertEqual([s.data for s in h.feed("b", b"y")], [b"2y"])
+            h.close()
+
     def test_register_must_return_a_class(self):
         with tempfile.TemporaryDirectory() as tmp:
             path = os.path.join(tmp, "bad.py")

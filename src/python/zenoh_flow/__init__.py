@@ -240,7 +240,6 @@ class InputRaw:
         arrives)."""
         while not self._queue:
             self._waiter = self._node._loop.create_future()
-            self._node._waiting()
             await self._waiter
         return self._queue.popleft()
 
@@ -362,7 +361,6 @@ class _Driver:
         self._ctx = context
         self._loop = _asyncio.new_event_loop()
         self._task = None
-        self._idle = None
         zf = Context(context)
         ins = Inputs({p: InputRaw(self, p) for p in context.inputs}, "input")
         outs = Outputs({p: OutputRaw(self, p) for p in context.outputs}, "output")
@@ -370,23 +368,33 @@ class _Driver:
         self.inputs = ins
         self.node = cls(zf, configuration, *args)
 
-    def _waiting(self):
-        if self._idle is not None and not self._idle.done():
-            self._idle.set_result(None)
-
     async def _forever(self):
         while True:
             await self.node.iteration()
 
+    def _run_until_blocked(self):
+        """Run the node's loop until nothing in it can progress: every task
+        waits for an input (or the loop of iterations ended). A task sleeping
+        (asyncio.sleep) is waited for. Uses the loop's ready queue and timer
+        heap (BaseEventLoop's _ready and _scheduled: asyncio has no public
+        'run until idle')."""
+        loop = self._loop
+        while True:
+            loop.call_soon(loop.stop)
+            loop.run_forever()
+            if loop._ready:
+                continue
+            timers = [h.when() for h in loop._scheduled if not h.cancelled()]
+            if not timers:
+                return
+            loop.call_at(min(timers), loop.stop)
+            loop.run_forever()
+
     def on_input(self, port, data):
         self.inputs._ports[port]._deliver(data)
-        # Run the iterations until one waits for an input again.
         if self._task is None:
             self._task = self._loop.create_task(self._forever())
-        self._idle = self._loop.create_future()
-        self._loop.run_until_complete(
-            _asyncio.wait((self._idle, self._task), return_when=_asyncio.FIRST_COMPLETED)
-        )
+        self._run_until_blocked()
         if self._task.done():
             task, self._task = self._task, None
             task.result()  # its exception is the callback's (counted); next message restarts it
