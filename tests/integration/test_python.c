@@ -711,7 +711,7 @@ ZT_CASE(zenoh_flow_operator_payload_is_zero_copy)
     const char *sum = zt_tmp_path("zfc.json"), *fsum = zt_tmp_path("zff.json");
     char gcfg[256], fcfg[512], ccfg[512];
     snprintf(gcfg, sizeof gcfg, "count: 300, size: 256");
-    snprintf(fcfg, sizeof fcfg, "summary: \"%s\"", fsum);
+    snprintf(fcfg, sizeof fcfg, "summary: \"%s\", flow: zenoh-flow-op", fsum);
     snprintf(ccfg, sizeof ccfg, "summary: \"%s\"", sum);
     const zt_node n[] = {{"gen", ZT_LIB("gen"), gcfg, "capacity: 8"},
                          {"zf", "library: \"{{ PY }}/zf_forward.py\"", fcfg, "capacity: 8"},
@@ -722,6 +722,7 @@ ZT_CASE(zenoh_flow_operator_payload_is_zero_copy)
     ZT_EQ(zt_summary(fsum, "received"), 300);
     ZT_EQ(zt_summary(fsum, "zero_copy"), 300);
     ZT_EQ(zt_summary(fsum, "wall_ms_ok"), 300);
+    ZT_EQ(zt_summary(fsum, "context_ok"), 1); /* flow name, instance UUID, script */
     ZT_EQ(zt_summary(sum, "count"), 300);
     ZT_EQ(zt_summary(sum, "same_address"), 300); /* send_async(payload): the same capsule */
     ZT_EQ(run.report.bytes_leaked, 0);

@@ -168,7 +168,7 @@ class ZenohFlowTest(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             summary = os.path.join(tmp, "zf.json")
             h = Harness(script("zf_forward.py"), inputs=["in"], outputs=["out"],
-                        configuration={"summary": summary})
+                        configuration={"summary": summary, "flow": "f"}, flow="f")
             buf = bytearray(16)
             sent = h.feed("in", buf)
             self.assertEqual(len(sent), 1)
@@ -178,6 +178,7 @@ class ZenohFlowTest(unittest.TestCase):
         self.assertEqual(got["received"], 1)
         self.assertEqual(got["wall_ms_ok"], 1)
         self.assertEqual(got["zero_copy"], 0)  # its first 8 bytes are 0, not an address
+        self.assertEqual(got["context_ok"], 1)
 
     def test_two_inputs_with_asyncio_gather(self):
         # Zenoh-Flow's documented way to wait on several inputs

@@ -4,7 +4,8 @@ that payload() is a zero-copy view (tests/nodes/gen.c writes each buffer's
 address in its first 8 bytes) and counting in `summary` at finalize.
 
 configuration:
-  summary: PATH   {"received":N,"zero_copy":N,"wall_ms_ok":N}
+  summary: PATH   {"received":N,"zero_copy":N,"wall_ms_ok":N,"context_ok":0|1}
+  flow: NAME      the flow's name the context must give
 """
 import struct
 import time
@@ -27,6 +28,11 @@ class Forward(Operator):
         self.input = inputs.take_raw("in")
         self.output = outputs.take_raw("out")
         self.received = self.zero_copy = self.wall_ms_ok = 0
+        self.context_ok = int(
+            context.data_flow_name == configuration.get("flow")
+            and len(str(context.data_flow_instance_id)) == 36
+            and context.library_path.name == "zf_forward.py"
+        )
 
     async def iteration(self) -> None:
         message = await self.input.recv_async()
@@ -40,7 +46,7 @@ class Forward(Operator):
 
     def finalize(self) -> None:
         write_summary(self.summary, received=self.received, zero_copy=self.zero_copy,
-                      wall_ms_ok=self.wall_ms_ok)
+                      wall_ms_ok=self.wall_ms_ok, context_ok=self.context_ok)
 
 
 def register():
