@@ -563,6 +563,9 @@ ZT_CASE(top_level_id_is_the_instance_id)
                     "links: [{from: {node: a, output: o}, to: {node: b, input: i}}]\n",
                     d, &f));
     ZT_STREQ(zf_flow_instance_id(f), "8c0a4d2e-1b3f-4a5c-9d6e-7f8091a2b3c4");
+    char *json = zf_flow_to_json(f);
+    ZT_CONTAINS(json, "\"id\":\"8c0a4d2e-1b3f-4a5c-9d6e-7f8091a2b3c4\",\"node_file\":false");
+    free(json);
     zf_flow_free(f);
     ZT_OK(load_text("name: x\n" TWO_NODES
                     "links: [{from: {node: a, output: o}, to: {node: b, input: i}}]\n",
