@@ -21,7 +21,8 @@ typedef struct daemon_args {
 static void help(const char *cmd)
 {
     if (!strcmp(cmd, "deploy"))
-        printf("usage: zfctl deploy FLOW [--name N] [--var KEY=VALUE]... [--no-start]\n"
+        printf("usage: zfctl deploy FLOW [--name N] [--var KEY=VALUE]... [--vars K=V,...] "
+               "[--no-start]\n"
                "                    [--socket PATH] [-o json]\n\n"
                "Send FLOW to the daemon, which creates (and starts) an instance; prints its "
                "UUID.\n");
