@@ -597,6 +597,27 @@ static zf_node *send_args(pyz_context *c, const char *name, PyObject *const *arg
     return *port < 0 ? NULL : node;
 }
 
+/* After a pinned NumPy array is sent, writing it would change what the
+ * receivers read: clear its WRITEABLE flag (arr[0] = x raises afterwards).
+ * A bytearray or a view made of the array before cannot be locked
+ * (docs/python.md). Nothing else is touched. */
+static void seal_sent(PyObject *obj)
+{
+    if (Py_IS_TYPE(obj, &capsule_type) || PyMemoryView_Check(obj) ||
+        !PyObject_HasAttrString(obj, "__array_interface__") ||
+        !PyObject_HasAttrString(obj, "setflags"))
+        return;
+    PyObject *kw = Py_BuildValue("{s:O}", "write", Py_False), *none = PyTuple_New(0);
+    PyObject *fn = kw && none ? PyObject_GetAttrString(obj, "setflags") : NULL;
+    PyObject *r = fn ? PyObject_Call(fn, none, kw) : NULL;
+    Py_XDECREF(r);
+    Py_XDECREF(fn);
+    Py_XDECREF(none);
+    Py_XDECREF(kw);
+    if (!r)
+        PyErr_Clear(); /* sent already; clearing WRITEABLE does not fail on an ndarray */
+}
+
 /* Context.send(port, data) */
 static PyObject *context_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -610,6 +631,7 @@ static PyObject *context_send(PyObject *self, PyObject *const *args, Py_ssize_t 
     zf_err e = do_send(node, (unsigned)port, &d, false);
     if (e != ZF_OK)
         return raise_zf(e, zf_last_error());
+    seal_sent(args[1]);
     Py_RETURN_NONE;
 }
 
@@ -665,6 +687,7 @@ static PyObject *context_try_send(PyObject *self, PyObject *const *args, Py_ssiz
     Py_XDECREF(cap);
     if (e != ZF_OK)
         return raise_zf(e, zf_last_error());
+    seal_sent(obj);
     Py_RETURN_TRUE;
 }
 

@@ -205,12 +205,15 @@ def _take(obj, give_up):
                     "zflow sends C-contiguous buffers only: make one, e.g. bytes(x) or "
                     "numpy.ascontiguousarray(x) (a copy, yours to decide)"
                 )
-            return m.tobytes(), 0
+            data = m.tobytes()
     except TypeError:
         raise TypeError(
             "zflow sends bytes-like objects (bytes, bytearray, memoryview, array.array, NumPy "
             f"arrays, zflow.Capsule), not '{type(obj).__name__}'"
         ) from None
+    if give_up and hasattr(obj, "__array_interface__") and hasattr(obj, "setflags"):
+        obj.setflags(write=False)  # as the runtime: a sent NumPy array is read-only
+    return data, 0
 
 
 def keep(data):
