@@ -544,6 +544,35 @@ ZT_CASE(a_node_file_is_checked_as_a_node)
     zf_diag_free(d);
 }
 
+/* The examples' Rust node files (what their flows would name instead of the
+ * Python ones): each loads as a node; a missing library is its only error. */
+ZT_CASE(rust_node_files_lack_only_their_libraries)
+{
+    static const struct {
+        const char *example, *file, *lib;
+    } cases[] = {
+        {"getting-started", "nodes/rust/greetings-maker/greetings-maker.yaml",
+         "libgreetings_maker.dylib"},
+        {"getting-started", "nodes/rust/file-writer/file-writer.yaml", "libfile_writer.dylib"},
+        {"period-miss-detector", "nodes/rust/period-miss-detector/period-miss-detector.yaml",
+         "libperiod_miss_detector.dylib"},
+        {"period-miss-detector", "nodes/rust/file-writer/file-writer.yaml", "libfile_writer.dylib"},
+    };
+    for (size_t i = 0; i < ZT_ARRAY(cases); i++) {
+        zf_diag *d = zf_diag_new();
+        zf_flow *f = NULL;
+        ZT_OK(load_example(cases[i].example, cases[i].file, cases[i].example, true, d, &f));
+        ZT_EQ(zf_diag_count(d), 0);
+        ZT_CHECK(f->nodes[0].library != NULL && f->nodes[0].python == NULL);
+        ZT_EQ(zf_flow_check_libraries(f, d), ZF_ENOTFOUND);
+        ZT_EQ(zf_diag_count(d), 1);
+        ZT_CONTAINS(zf_diag_get(d, 0)->message, cases[i].lib);
+        ZT_CONTAINS(zf_diag_get(d, 0)->message, "does not exist");
+        zf_flow_free(f);
+        zf_diag_free(d);
+    }
+}
+
 /* ---- Zenoh-Flow 0.6: the instance id, link spellings ---- */
 
 static zf_err load_text(const char *text, zf_diag *d, zf_flow **f)
@@ -676,5 +705,7 @@ ZT_MAIN(ZT_ENTRY(data_flow_flattens), ZT_ENTRY(data_flow_needs_its_vars),
         ZT_ENTRY(getting_started_05_refuses_only_its_zenoh_nodes),
         ZT_ENTRY(period_miss_detector_and_transcoding_refuse_only_their_zenoh_nodes),
         ZT_ENTRY(python_node_files_run_on_the_python_host),
-        ZT_ENTRY(a_node_file_is_checked_as_a_node), ZT_ENTRY(top_level_id_is_the_instance_id),
-        ZT_ENTRY(link_shared_memory_spellings), ZT_ENTRY(unknown_builtin_is_named))
+        ZT_ENTRY(a_node_file_is_checked_as_a_node),
+        ZT_ENTRY(rust_node_files_lack_only_their_libraries),
+        ZT_ENTRY(top_level_id_is_the_instance_id), ZT_ENTRY(link_shared_memory_spellings),
+        ZT_ENTRY(unknown_builtin_is_named))
