@@ -21,7 +21,8 @@ typedef struct daemon_args {
 static void help(const char *cmd)
 {
     if (!strcmp(cmd, "deploy"))
-        printf("usage: zfctl deploy FLOW [--name N] [--var KEY=VALUE]... [--no-start]\n"
+        printf("usage: zfctl deploy FLOW [--name N] [--var KEY=VALUE]... [--vars K=V,...] "
+               "[--no-start]\n"
                "                    [--socket PATH] [-o json]\n\n"
                "Send FLOW to the daemon, which creates (and starts) an instance; prints its "
                "UUID.\n");
@@ -29,7 +30,8 @@ static void help(const char *cmd)
         printf("usage: zfctl ls [--socket PATH] [-o json]\n\n"
                "List the daemon's instances: UUID NAME STATUS WORKERS.\n");
     else if (!strcmp(cmd, "workers"))
-        printf("usage: zfctl workers [--socket PATH] [-o json]\n\nList the daemons reachable.\n");
+        printf("usage: zfctl workers [NAME] [--socket PATH] [-o json]\n\nList the daemons "
+               "reachable (NAME: that one only).\n");
     else
         printf("usage: zfctl %s ID [--socket PATH] [-o json]\n\n"
                "ID is an instance's UUID, a unique prefix of it, or its name.\n",
@@ -67,8 +69,8 @@ static void parse(int argc, char **argv, daemon_args *a)
             usage_error(a->cmd, "unknown option '%s'", s);
         } else if (!strcmp(a->cmd, "deploy") && !a->fa.path) {
             a->fa.path = s;
-        } else if (wants_id(a->cmd) && !a->id) {
-            a->id = s;
+        } else if ((wants_id(a->cmd) || !strcmp(a->cmd, "workers")) && !a->id) {
+            a->id = s; /* workers: a worker's name (Zenoh-Flow's `runtime status NAME`) */
         } else {
             usage_error(a->cmd, "unexpected argument '%s'", s);
         }
@@ -265,23 +267,38 @@ static void print_status(const zf_config *r)
     print_abandoned(zf_config_get(r, "abandoned_threads"));
 }
 
-static void print_workers(const zf_config *r)
+/* The workers (only `name` when not NULL); false when none is `name`. */
+static bool print_workers(const zf_config *r, const char *name)
 {
     const zf_config *list = zf_config_get(r, "workers");
+    bool found = false;
+    for (size_t i = 0; name && i < zf_config_len(list); i++)
+        found = found || !strcmp(str(zf_config_at(list, i), "name"), name);
+    if (name && !found) {
+        fprintf(stderr, "zfctl workers: no worker named '%s' (", name);
+        for (size_t i = 0; i < zf_config_len(list); i++)
+            fprintf(stderr, "%s'%s'", i ? ", " : "", str(zf_config_at(list, i), "name"));
+        fprintf(stderr, " answered)\n");
+        return false;
+    }
     printf("%-16s %8s %10s %10s  %s\n", "NAME", "PID", "INSTANCES", "UPTIME", "ADDRESS");
     for (size_t i = 0; i < zf_config_len(list); i++) {
         const zf_config *w = zf_config_at(list, i);
+        if (name && strcmp(str(w, "name"), name))
+            continue;
         printf("%-16s %8lld %10lld %9.0fs  %s\n", str(w, "name"), num(w, "pid"),
                num(w, "instances"), real(w, "uptime_s"), str(w, "address"));
         print_abandoned(zf_config_get(w, "abandoned_threads"));
     }
+    return true;
 }
 
 int cmd_daemon(int argc, char **argv)
 {
     daemon_args a = {0};
     parse(argc, argv, &a);
-    zf_request req = {.version = ZF_PROTOCOL_VERSION, .id = a.id, .start = true};
+    zf_request req = {
+        .version = ZF_PROTOCOL_VERSION, .id = wants_id(a.cmd) ? a.id : NULL, .start = true};
     char *text = NULL;
     char abs[PATH_MAX];
     if (!strcmp(a.cmd, "deploy")) {
@@ -334,7 +351,8 @@ int cmd_daemon(int argc, char **argv)
         printf("destroyed %s (%s)\n", str(r, "uuid"), str(r, "name"));
         print_report_json(zf_config_get(r, "report"));
     } else if (req.op == ZF_OP_WORKERS) {
-        print_workers(r);
+        if (!print_workers(r, a.id))
+            rc = EXIT_FAIL;
     } else {
         printf("%s %s\n", str(r, "uuid"), str(r, "state"));
     }

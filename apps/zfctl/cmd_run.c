@@ -20,6 +20,7 @@ static void help(void)
            "\n"
            "options:\n"
            "  --var KEY=VALUE       override a descriptor variable (repeatable)\n"
+           "  --vars K=V[,K=V...]   the same, Zenoh-Flow's spelling (a list)\n"
            "  --duration D          run for D (e.g. 5s, 500ms); default: until Ctrl-C\n"
            "  --stats               also print per-node state and pool statistics\n"
            "  --stats-interval D    print a statistics snapshot every D while running\n"

@@ -11,12 +11,13 @@ extern char **environ;
 
 static void validate_help(void)
 {
-    printf("usage: zfctl validate FLOW [--var KEY=VALUE]... [--flatten] [--json]\n"
+    printf("usage: zfctl validate FLOW [--var KEY=VALUE]... [--vars K=V,...] [--flatten] [--json]\n"
            "\n"
            "Check FLOW: its YAML, its fields, composite flattening, links, port types,\n"
            "and (unless --flatten) every node library: that it loads, speaks this ABI and\n"
            "declares the ports and types the descriptor says. Every problem found is\n"
-           "reported as FILE:LINE:COL: error: FIELD: MESSAGE.\n"
+           "reported as FILE:LINE:COL: error: FIELD: MESSAGE. FLOW may be a node file\n"
+           "(what `descriptor:` names): it is checked as a node, its kind told by its ports.\n"
            "\n"
            "  --flatten   check the structure only (no library is opened) and print the\n"
            "              flattened graph\n"
@@ -75,7 +76,8 @@ int cmd_validate(int argc, char **argv)
     if (!fa.path)
         usage_error("validate", "missing FLOW (a descriptor file)");
     zf_diag *d = zf_diag_new();
-    zf_flow_options opt = {.vars = fa.vars, .n_vars = fa.n_vars};
+    /* a node file given on its own is checked as a node */
+    zf_flow_options opt = {.vars = fa.vars, .n_vars = fa.n_vars, .node_file = true};
     zf_flow *f = NULL;
     zf_err e = zf_flow_load(fa.path, &opt, d, &f);
     free(fa.vars);
@@ -99,6 +101,14 @@ int cmd_validate(int argc, char **argv)
         free(j);
     } else if (json) {
         printf("{\"valid\":true}\n");
+    } else if (zf_flow_is_node_file(f)) {
+        printf("%s: valid node file: %s '%s'", fa.path,
+               zf_flow_node_count(f) > 1 ? "composite operator"
+                                         : zf_node_kind_name(zf_flow_node_kind(f, 0)),
+               zf_flow_name(f));
+        if (zf_flow_node_count(f) > 1)
+            printf(" (%zu nodes)", zf_flow_node_count(f));
+        printf("\n");
     } else {
         printf("%s: valid\n", fa.path);
     }

@@ -27,14 +27,10 @@ const char *args_value(int argc, char **argv, int *i, const char *cmd)
     return argv[++*i];
 }
 
-bool args_var(int argc, char **argv, int *i, flow_args *fa)
+static void add_var(flow_args *fa, const char *opt, const char *kv)
 {
-    const char *a = argv[*i];
-    if (strcmp(a, "--var") != 0 && strncmp(a, "--var=", 6) != 0)
-        return false;
-    const char *kv = args_value(argc, argv, i, "");
     if (!strchr(kv, '=') || kv[0] == '=') {
-        fprintf(stderr, "zfctl: --var takes KEY=VALUE, got '%s'\n", kv);
+        fprintf(stderr, "zfctl: %s takes KEY=VALUE, got '%s'\n", opt, kv);
         exit(EXIT_USAGE);
     }
     const char **nv = realloc(fa->vars, (fa->n_vars + 1) * sizeof *nv);
@@ -42,6 +38,26 @@ bool args_var(int argc, char **argv, int *i, flow_args *fa)
         exit(EXIT_FAIL);
     fa->vars = nv;
     fa->vars[fa->n_vars++] = kv;
+}
+
+bool args_var(int argc, char **argv, int *i, flow_args *fa)
+{
+    const char *a = argv[*i];
+    bool one = !strcmp(a, "--var") || !strncmp(a, "--var=", 6);
+    bool list = !strcmp(a, "--vars") || !strncmp(a, "--vars=", 7);
+    if (!one && !list)
+        return false;
+    char *kv = (char *)args_value(argc, argv, i, "");
+    if (one) {
+        add_var(fa, "--var", kv);
+        return true;
+    }
+    /* Zenoh-Flow's spelling: K=V[,K=V...], split in place (argv is ours). */
+    for (char *p = kv, *comma; p; p = comma ? comma + 1 : NULL) {
+        if ((comma = strchr(p, ',')))
+            *comma = '\0';
+        add_var(fa, "--vars", p);
+    }
     return true;
 }
 

@@ -24,7 +24,9 @@ typedef struct flow_args {
     size_t n_vars;
 } flow_args;
 
-/* Consume "--var K=V" at argv[*i]; true if it was one. Exits on a bad one. */
+/* Consume "--var K=V" or "--vars K=V[,K=V...]" (Zenoh-Flow's spelling; the
+ * list is split in argv) at argv[*i]; true if it was one. Exits on a bad
+ * one. */
 bool args_var(int argc, char **argv, int *i, flow_args *fa);
 /* The value of an option needing one, or exit with a usage error. */
 const char *args_value(int argc, char **argv, int *i, const char *cmd);

@@ -90,6 +90,26 @@ static entry *resolve(zfd_daemon *d, const char *id, char **error)
     return found;
 }
 
+/* The live instance named `name`, if any: its UUID into uuid. Names are
+ * unique on a daemon (commands find instances by name). d->mu held. */
+static bool name_taken(const zfd_daemon *d, const char *name, char uuid[37])
+{
+    for (const entry *e = d->list; e; e = e->next)
+        if (!e->removed && !strcmp(e->name, name)) {
+            memcpy(uuid, e->uuid, 37);
+            return true;
+        }
+    return false;
+}
+
+static char *name_refused(const char *name, const char *uuid)
+{
+    return zf_response_error(ZF_EEXIST,
+                             "an instance named '%s' already exists: %s; destroy it first "
+                             "('zfctl destroy %s') or deploy with another --name",
+                             name, uuid, uuid);
+}
+
 static const char *status_text(zf_instance *inst, char *buf, size_t len)
 {
     zf_instance_stats *s = NULL;
@@ -294,6 +314,15 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
     }
     if ((resp = check_sources(d, f, desc_dir, desc_why)) || (resp = check_mapping(d, f)))
         goto out;
+    const char *name = req->name && *req->name ? req->name : zf_flow_name(f);
+    char other[37];
+    pthread_mutex_lock(&d->mu);
+    bool taken = name_taken(d, name, other);
+    pthread_mutex_unlock(&d->mu);
+    if (taken) {
+        resp = name_refused(name, other);
+        goto out;
+    }
     zf_instance_options io = {.name = req->name,
                               .code_dirs = fo.include_dirs,
                               .n_code_dirs = fo.n_include_dirs,
@@ -315,27 +344,35 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
     f = NULL;
     snprintf(en->uuid, sizeof en->uuid, "%s", zf_instance_uuid(inst));
     en->name = strdup(zf_instance_name(inst));
+    en->refs = 1; /* the table's */
+    if (!en->name) {
+        entry_unref(d, en);
+        resp = zf_response_error(ZF_ENOMEM, "out of memory");
+        goto out;
+    }
     en->created = time(NULL);
     en->created_ns = zf_clock_ns();
-    en->refs = 1; /* the table's */
     if (atomic_load(&d->stopping)) {
         /* SIGTERM came while this deploy ran: the daemon destroys what it
          * hosts; say so rather than hand out an instance about to go. */
         zf_stop_report r;
         zf_instance_stop(inst, &r);
         log_report(en->uuid, en->name, &r);
-        zf_instance_destroy(inst);
-        zf_flow_free(en->flow);
-        free(en->name);
-        free(en);
+        entry_unref(d, en); /* never listed: the last reference */
         resp = zf_response_error(ZF_ECLOSED,
                                  "zfd is shutting down (SIGTERM): the instance was created, then "
                                  "destroyed again; deploy it to the daemon that replaces this one");
         goto out;
     }
+    pthread_mutex_lock(&d->mu);
+    if (name_taken(d, en->name, other)) { /* deployed meanwhile */
+        pthread_mutex_unlock(&d->mu);
+        resp = name_refused(en->name, other);
+        entry_unref(d, en); /* never listed: the last reference */
+        goto out;
+    }
     if (req->start)
         zf_instance_start(inst);
-    pthread_mutex_lock(&d->mu);
     entry **tail = &d->list; /* creation order */
     while (*tail)
         tail = &(*tail)->next;

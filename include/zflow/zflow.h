@@ -460,6 +460,11 @@ ZF_EXPORT const char *zf_node_id(const zf_node *n);
  *  script's for a `python:` node. Owned by the runtime. */
 ZF_EXPORT const char *zf_node_source(const zf_node *n);
 
+/** The UUID of the node's instance, and the name of its flow (the
+ *  descriptor's `name`). Owned by the instance, valid while it lives. */
+ZF_EXPORT const char *zf_node_instance_uuid(const zf_node *n);
+ZF_EXPORT const char *zf_node_flow_name(const zf_node *n);
+
 /** The node's merged configuration (an empty map when none). Owned by the
  *  runtime, valid until fini returns. */
 ZF_EXPORT const zf_config *zf_node_config(const zf_node *n);
@@ -530,6 +535,13 @@ typedef struct zf_flow_options {
      *  without being read. A daemon passes its --lib-path folders. */
     const char *const *include_dirs;
     size_t n_include_dirs;
+    /** true: a node file (what `descriptor:` names: ports and `library`,
+     *  `uri` or `python`, or a composite's `operators`; no `sources`,
+     *  `sinks`, `name` or `flow`) is loaded as a flow of that one node (a
+     *  composite: its nodes), its kind told by its ports, its outer ports
+     *  left unlinked; zf_flow_is_node_file() says so. false: such a file is
+     *  refused with one error saying what it is. */
+    bool node_file;
 } zf_flow_options;
 
 /** Load and flatten a descriptor file and check its structure (ids, ports,
@@ -548,8 +560,16 @@ ZF_EXPORT zf_err zf_flow_load_string(const char *text, size_t len, const char *n
 
 ZF_EXPORT void zf_flow_free(zf_flow *f);
 
-/** The flow's `name`. Owned by f. */
+/** The flow's `name` (`flow` in Zenoh-Flow 0.5 files; a node file's `id`
+ *  or file name). Owned by f. */
 ZF_EXPORT const char *zf_flow_name(const zf_flow *f);
+
+/** Whether f was loaded from a node file (zf_flow_options.node_file). */
+ZF_EXPORT bool zf_flow_is_node_file(const zf_flow *f);
+
+/** The instance id the descriptor gives (`id`, Zenoh-Flow 0.6, or `uuid`):
+ *  a lower-case UUID owned by f, or NULL (each instance gets a new one). */
+ZF_EXPORT const char *zf_flow_instance_id(const zf_flow *f);
 
 /** Open every node library (and Python file) and check it declares the kind,
  *  ports and types the descriptor says. Problems go to diag. Errors:
@@ -561,6 +581,8 @@ ZF_EXPORT zf_err zf_flow_check_libraries(const zf_flow *f, zf_diag *diag);
  *  strings are owned by f. */
 ZF_EXPORT size_t zf_flow_node_count(const zf_flow *f);
 ZF_EXPORT const char *zf_flow_node_id(const zf_flow *f, size_t i);
+/** Node i's kind (ZF_SOURCE, ZF_OPERATOR, ZF_SINK; 0 when out of range). */
+ZF_EXPORT zf_node_kind zf_flow_node_kind(const zf_flow *f, size_t i);
 ZF_EXPORT const char *zf_flow_node_source(const zf_flow *f, size_t i);
 ZF_EXPORT const char *zf_flow_node_worker(const zf_flow *f, size_t i);
 

@@ -248,3 +248,40 @@ bool zfi_refuse_zenoh(zfi_loader *ld, const zf_config *map, const char *prefix, 
     }
     return refused;
 }
+
+void zfi_refuse_builtin(zfi_loader *ld, const zf_config *entry, const zf_config *desc,
+                        const char *field, const char *id, zf_node_kind kind, const char *name)
+{
+    if (strcmp(name, "zenoh") != 0) {
+        zfi_err(ld, ZF_EINVAL, desc, field,
+                "node '%s': unknown built-in node 'builtin://%s' (Zenoh-Flow's only built-in is "
+                "'builtin://zenoh'): expected a node file (a path or a file:// URL)",
+                id, name);
+        return;
+    }
+    if (kind == ZF_OPERATOR) {
+        zfi_err(ld, ZF_EINVAL, desc, field,
+                "node '%s': 'builtin://zenoh' is Zenoh-Flow's built-in Zenoh source or sink, not "
+                "an operator (and zflow has no Zenoh): expected a node file",
+                id);
+        return;
+    }
+    /* what it would subscribe or publish: configuration.key-expressions */
+    const zf_config *cfg = zfi_config_member(entry, "configuration");
+    const zf_config *ke =
+        cfg && cfg->kind == ZF_CFG_MAP ? zfi_config_member(cfg, "key-expressions") : NULL;
+    zfi_buf keys;
+    zfi_buf_init(&keys);
+    for (size_t k = 0; ke && ke->kind == ZF_CFG_MAP && k < ke->n; k++)
+        zfi_buf_printf(&keys, "%s%s '%s' %s %s", k ? ", " : "",
+                       kind == ZF_SINK ? "input" : "output", ke->keys[k],
+                       kind == ZF_SINK ? "->" : "<-",
+                       ke->items[k]->text ? ke->items[k]->text : "?");
+    zfi_err(ld, ZF_EINVAL, desc, field,
+            "node '%s' is Zenoh-Flow's built-in Zenoh %s ('builtin://zenoh'%s%s): zflow has no "
+            "Zenoh, so it cannot run it; implement %s with a library or a Python file that talks "
+            "to Zenoh, or feed the flow from a node of your own",
+            id, kind == ZF_SINK ? "publisher (sink)" : "subscriber (source)", keys.s ? ": " : "",
+            keys.s ? keys.s : "", kind == ZF_SINK ? "the sink" : "the source");
+    zfi_buf_free(&keys);
+}

@@ -18,9 +18,9 @@
 #define SETTINGS_FIELDS                                                                            \
     "period", "hang_timeout", "send_timeout", "max_errors", "error_window", "isolation", "restart"
 
-static const char *const flow_fields[] = {"name",      "vars",       "configuration", "sources",
-                                          "operators", "sinks",      "links",         "mapping",
-                                          "uuid",      "max_memory", "drain_timeout"};
+static const char *const flow_fields[] = {
+    "name",  "flow",    "vars", "configuration", "sources",    "operators",    "sinks",
+    "links", "mapping", "id",   "uuid",          "max_memory", "drain_timeout"};
 static const char *const entry_fields[] = {"id",
                                            "description",
                                            "configuration",
@@ -31,26 +31,32 @@ static const char *const entry_fields[] = {"id",
                                            "inputs",
                                            "outputs",
                                            SETTINGS_FIELDS,
+                                           "tags",
                                            "zenoh-subscribers",
                                            "zenoh-publishers"};
-static const char *const file_fields[] = {"description",
-                                          "vars",
-                                          "configuration",
-                                          "library",
-                                          "uri",
-                                          "python",
-                                          "inputs",
-                                          "outputs",
-                                          "id",
-                                          SETTINGS_FIELDS,
-                                          "zenoh-subscribers",
+static const char *const file_fields[] = {"description",     "vars",    "configuration",
+                                          "library",         "uri",     "python",
+                                          "inputs",          "outputs", "id",
+                                          SETTINGS_FIELDS,   "tags",    "zenoh-subscribers",
                                           "zenoh-publishers"};
-static const char *const composite_fields[] = {"description", "vars",    "configuration",
-                                               "inputs",      "outputs", "operators",
-                                               "links",       "id",      SETTINGS_FIELDS};
+static const char *const composite_fields[] = {
+    "description", "vars", "configuration", "inputs", "outputs", "operators",
+    "links",       "id",   SETTINGS_FIELDS, "tags"};
 
 static void entry(zfi_loader *ld, zfi_level *lv, const zf_config *item, const char *field,
                   zf_node_kind kind);
+
+/* Zenoh-Flow 0.5's `tags`: words describing a node, for people (zflow places
+ * nodes by `mapping`). A list of strings, or an error. */
+static void tags(zfi_loader *ld, const zf_config *map, const char *prefix)
+{
+    char f[ZFI_FIELD_MAX], g[ZFI_FIELD_MAX];
+    const zf_config *t = zfi_config_member(map, "tags");
+    if (!t || !zfi_want_seq(ld, t, zfi_field(f, prefix, "tags"), false))
+        return;
+    for (size_t i = 0; i < t->n; i++)
+        zfi_want_text(ld, t->items[i], zfi_field_at(g, f, i));
+}
 
 void zfi_level_free(zfi_level *lv)
 {
@@ -168,6 +174,14 @@ static char *impl_path(zfi_loader *ld, const zf_config *c, const char *field, co
     return p;
 }
 
+/* A `library` / `uri` naming a Python file: Zenoh-Flow hands those to its
+ * Python wrapper, zflow to its Python host. */
+static bool is_python(const char *path)
+{
+    size_t n = strlen(path);
+    return n > 3 && !strcmp(path + n - 3, ".py");
+}
+
 bool zfi_port_list_empty(const zf_config *l)
 {
     return !l || l->kind == ZF_CFG_NULL || (l->kind == ZF_CFG_SEQ && l->n == 0);
@@ -213,6 +227,7 @@ static void leaf(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *item
     zfi_settings fs = ZFI_SETTINGS_INIT;
     if (doc) {
         zfi_known(ld, m, "", "a node file", file_fields, ZFI_ARRAY_LEN(file_fields));
+        tags(ld, m, "");
         if (zfi_refuse_zenoh(ld, m, "", id)) {
             lv->kids[ki].broken = true;
             return;
@@ -251,7 +266,7 @@ static void leaf(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *item
         zfi_key_err(ld, m, "uri", mf,
                     "'uri' is the old name of 'library' (node '%s'): give only one", id);
     if (uri && !lib) {
-        zfi_log(ZF_LOG_WARN, "descriptor", "%s:%u: 'uri' is deprecated, use 'library'",
+        zfi_log(ZF_LOG_DEBUG, "descriptor", "%s:%u: 'uri' (Zenoh-Flow 0.5) read as 'library'",
                 m->file ? m->file : "", uri->line);
         lib = uri;
     }
@@ -261,9 +276,11 @@ static void leaf(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *item
                     "'%s' has both 'library' and 'python': a node is implemented by one shared "
                     "library or by one Python file",
                     id);
-    else if (lib)
+    else if (lib) {
         n.library = impl_path(ld, lib, zfi_field(f, mf, lib == uri ? "uri" : "library"), dir);
-    else if (py)
+        if (n.library && is_python(n.library)) /* Zenoh-Flow's Python wrapper runs those */
+            n.python = n.library, n.library = NULL;
+    } else if (py)
         n.python = impl_path(ld, py, zfi_field(f, mf, "python"), dir);
     else
         zfi_err(ld, ZF_EINVAL, m, mf,
@@ -313,6 +330,7 @@ static void composite(zfi_loader *ld, zfi_level *lv, size_t ki, const zfi_doc *d
     const zf_config *m = doc->root;
     zfi_kid *k = &lv->kids[ki];
     zfi_known(ld, m, "", "a composite operator", composite_fields, ZFI_ARRAY_LEN(composite_fields));
+    tags(ld, m, "");
     zfi_settings fs;
     zfi_parse_settings(ld, m, "", k->id, ZF_OPERATOR, true, &fs);
     zfi_level in = {.doc = doc, .over = lvcfg, .inherit = lv->inherit};
@@ -363,6 +381,10 @@ static void include(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *i
     lv->kids[ki].broken = true; /* until it loads */
     if (!ref)
         return;
+    if (!strncmp(ref, "builtin://", 10)) {
+        zfi_refuse_builtin(ld, item, desc, f, lv->kids[ki].id, kind, ref + 10);
+        return;
+    }
     char *path = zfi_path_resolve(lv->doc->dir, ref, &why);
     if (!path) {
         zfi_err(ld, ZF_EINVAL, desc, f, "'%s' is not a usable node file path: %s", ref, why);
@@ -479,6 +501,7 @@ static void entry(zfi_loader *ld, zfi_level *lv, const zf_config *item, const ch
     if (!zfi_want_map(ld, item, field, true))
         return;
     zfi_known(ld, item, field, "a node", entry_fields, ZFI_ARRAY_LEN(entry_fields));
+    tags(ld, item, field);
     const zf_config *idc = zfi_config_member(item, "id");
     if (!idc) {
         zfi_err(ld, ZF_EINVAL, item, field, "missing 'id': every node needs an id");
@@ -550,18 +573,60 @@ static void section(zfi_loader *ld, zfi_level *lv, const zf_config *root, const 
     }
 }
 
+/* Zenoh-Flow 0.6's instance id: a UUID, hyphenated (any case; kept lower). */
+static bool uuid_text(const char *t, char out[37])
+{
+    if (strlen(t) != 36)
+        return false;
+    for (size_t i = 0; i < 36; i++) {
+        char c = t[i];
+        bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+        if (dash ? c != '-'
+                 : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+            return false;
+        out[i] = c >= 'A' && c <= 'F' ? (char)(c - 'A' + 'a') : c;
+    }
+    out[36] = '\0';
+    return true;
+}
+
+/* One of two spellings of a field (Zenoh-Flow 0.5 and 0.6, or zflow's):
+ * the one given, NULL when neither is; both is an error. */
+static const zf_config *either(zfi_loader *ld, const zf_config *root, const char *a, const char *b,
+                               const char **key)
+{
+    const zf_config *ca = zfi_config_member(root, a), *cb = zfi_config_member(root, b);
+    if (ca && cb)
+        zfi_key_err(ld, root, b, "",
+                    "'%s' and '%s' are two spellings of one field (Zenoh-Flow's and zflow's): "
+                    "give only one",
+                    a, b);
+    *key = ca ? a : b;
+    return ca ? ca : cb;
+}
+
 static void top_fields(zfi_loader *ld, const zf_config *root)
 {
-    const zf_config *c = zfi_config_member(root, "name");
+    const char *key;
+    const zf_config *c = either(ld, root, "name", "flow", &key);
     const char *name = NULL;
     if (!c)
-        zfi_err(ld, ZF_EINVAL, root, "name", "missing 'name': a flow needs a name");
-    else if ((name = zfi_want_text(ld, c, "name")) && !*name)
-        zfi_err(ld, ZF_EINVAL, c, "name", "the flow's name is empty");
+        zfi_err(ld, ZF_EINVAL, root, "name",
+                "missing 'name': a flow needs a name ('flow' in Zenoh-Flow 0.5 files)");
+    else if ((name = zfi_want_text(ld, c, key)) && !*name)
+        zfi_err(ld, ZF_EINVAL, c, key, "the flow's name is empty");
     if (name && *name && !(ld->name = zfi_strdup(name)))
         zfi_oom(ld);
-    if ((c = zfi_config_member(root, "uuid")))
-        zfi_want_text(ld, c, "uuid"); /* accepted, not used: instances get their own */
+    /* `id` (Zenoh-Flow 0.6) or `uuid`: the instance's UUID */
+    if ((c = either(ld, root, "id", "uuid", &key))) {
+        const char *t = zfi_want_text(ld, c, key);
+        if (t && !uuid_text(t, ld->instance_id))
+            zfi_err(ld, ZF_EINVAL, c, key,
+                    "'%s' is not an instance id: expected a UUID such as "
+                    "'f3a2c1d0-5b6e-4c7d-8e9f-0a1b2c3d4e5f' (or no '%s': each instance gets "
+                    "a new one)",
+                    t, key);
+    }
     if ((c = zfi_config_member(root, "max_memory")))
         zfi_want_size(ld, c, "max_memory", &ld->max_memory);
     if ((c = zfi_config_member(root, "drain_timeout")))
@@ -582,9 +647,80 @@ static void need(zfi_loader *ld, const zfi_level *lv, const zf_config *root, zf_
             kind == ZF_SOURCE ? "source" : "sink", key);
 }
 
+/* ---- a node file on its own ---- */
+
+bool zfi_is_node_file(const zf_config *root)
+{
+    static const char *const flow_only[] = {"name", "flow", "sources", "sinks", "mapping"};
+    static const char *const node_marks[] = {"inputs", "outputs", "library",
+                                             "uri",    "python",  "operators"};
+    if (!root || root->kind != ZF_CFG_MAP)
+        return false;
+    for (size_t i = 0; i < ZFI_ARRAY_LEN(flow_only); i++)
+        if (zfi_config_member(root, flow_only[i]))
+            return false;
+    for (size_t i = 0; i < ZFI_ARRAY_LEN(node_marks); i++)
+        if (zfi_config_member(root, node_marks[i]))
+            return true;
+    return false;
+}
+
+/* Its id: the file's `id` (Zenoh-Flow 0.5) or its name without extension. */
+static char *node_file_id(zfi_loader *ld, const zfi_doc *doc)
+{
+    const zf_config *idc = zfi_config_member(doc->root, "id");
+    const char *id;
+    if (idc)
+        return zfi_want_id(ld, idc, "id", "node id", &id) ? zfi_strdup(id) : NULL;
+    const char *base = strrchr(doc->file, '/');
+    base = base ? base + 1 : doc->file;
+    const char *dot = strrchr(base, '.');
+    return zfi_strndup(base, dot && dot != base ? (size_t)(dot - base) : strlen(base));
+}
+
+void zfi_flatten_node_file(zfi_loader *ld, const zfi_doc *doc)
+{
+    const zf_config *root = doc->root;
+    bool comp = zfi_config_member(root, "operators") != NULL;
+    bool in = !zfi_port_list_empty(zfi_config_member(root, "inputs"));
+    bool out = !zfi_port_list_empty(zfi_config_member(root, "outputs"));
+    /* A node file does not say its kind: its ports do. */
+    zf_node_kind kind = comp || (in && out) ? ZF_OPERATOR : in ? ZF_SINK : ZF_SOURCE;
+    zfi_level lv = {.doc = doc, .inherit = ZFI_SETTINGS_INIT, .what = "node file"};
+    zfi_settings es = ZFI_SETTINGS_INIT;
+    lv.prefix = zfi_strdup("");
+    lv.kids = zfi_calloc(1, sizeof *lv.kids);
+    char *id = node_file_id(ld, doc);
+    if (!lv.prefix || !lv.kids || !id) {
+        free(id);
+        zfi_level_free(&lv);
+        if (!zf_diag_count(ld->diag))
+            zfi_oom(ld);
+        return;
+    }
+    lv.cap = lv.n = 1;
+    lv.kids[0] = (zfi_kid){.id = id, .at = root, .kind = kind, .leaf = -1};
+    if (!(ld->name = zfi_strdup(id)))
+        zfi_oom(ld);
+    if (comp)
+        composite(ld, &lv, 0, doc, &es, NULL);
+    else
+        leaf(ld, &lv, 0, root, "", doc, kind, &es, NULL);
+    zfi_level_free(&lv);
+}
+
 void zfi_flatten(zfi_loader *ld, const zfi_doc *doc)
 {
     const zf_config *root = doc->root;
+    if (zfi_is_node_file(root)) {
+        zfi_err(ld, ZF_EINVAL, root, "",
+                "this is a node file (it has %s and no 'sources' or 'sinks'), not a flow: a flow "
+                "includes it with 'descriptor:' ('zfctl validate' checks a node file on its own)",
+                zfi_config_member(root, "inputs")    ? "'inputs'"
+                : zfi_config_member(root, "outputs") ? "'outputs'"
+                                                     : "an implementation");
+        return;
+    }
     if (root->kind != ZF_CFG_MAP) {
         zfi_err(ld, ZF_EINVAL, root, "",
                 "a flow descriptor is a map (name, sources, operators, sinks, links), found %s",

@@ -112,6 +112,8 @@ static zf_err finish(zfi_loader *ld, const char *file, const char *dir, zf_diag 
         f->n_links = ld->n_links;
         f->max_memory = ld->max_memory;
         f->drain_timeout_ns = ld->drain_ns;
+        memcpy(f->instance_id, ld->instance_id, sizeof f->instance_id);
+        f->node_file = ld->node_file;
         f->strings = ld->strings;
         ld->name = NULL;
         ld->nodes = NULL;
@@ -166,8 +168,13 @@ static zf_err load(const char *file, const char *dir, const char *canon, const c
     if (ifile && !zf_diag_count(ld.diag))
         rc = zfi_doc_load(&ld, ifile, dir, text, len, &ld.opt_vars, &ld.flow_vars, &doc);
     if (doc && zfi_loader_keep(&ld, doc)) {
-        zfi_flatten(&ld, doc);
-        zfi_validate_ports(&ld);
+        if (opt && opt->node_file && zfi_is_node_file(doc->root)) {
+            ld.node_file = true;
+            zfi_flatten_node_file(&ld, doc);
+        } else {
+            zfi_flatten(&ld, doc);
+            zfi_validate_ports(&ld);
+        }
     } else if (!zf_diag_count(ld.diag)) { /* never succeed without a document */
         zfi_diag_add(ld.diag, rc ? rc : ZF_ENOMEM, file, 0, 0, "", "cannot load the descriptor: %s",
                      zf_strerror(rc ? rc : ZF_ENOMEM));
@@ -255,6 +262,16 @@ zf_flow *zfi_flow_ref(const zf_flow *f)
 const char *zf_flow_name(const zf_flow *f)
 {
     return f ? f->name : NULL;
+}
+
+bool zf_flow_is_node_file(const zf_flow *f)
+{
+    return f && f->node_file;
+}
+
+const char *zf_flow_instance_id(const zf_flow *f)
+{
+    return f && f->instance_id[0] ? f->instance_id : NULL;
 }
 
 long zfi_flow_find(const zf_flow *f, const char *id)

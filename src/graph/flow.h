@@ -126,6 +126,8 @@ struct zf_flow {
     size_t n_links;
     uint64_t max_memory;      /* instance pool cap; 0 = none */
     int64_t drain_timeout_ns; /* 0 = default (2 s) */
+    char instance_id[37];     /* `id` / `uuid`: the instance's UUID, or "" (a new one) */
+    bool node_file;           /* loaded from a node file (zf_flow_options.node_file) */
     zfi_strings *strings;
 };
 

@@ -119,6 +119,9 @@ char *zf_flow_to_json(const zf_flow *f)
     zfi_buf_init(&b);
     zfi_buf_puts(&b, "{\"name\":");
     zfi_buf_json_str(&b, f->name);
+    zfi_buf_puts(&b, ",\"id\":");
+    zfi_buf_json_str(&b, f->instance_id[0] ? f->instance_id : NULL);
+    zfi_buf_printf(&b, ",\"node_file\":%s", f->node_file ? "true" : "false");
     zfi_buf_puts(&b, ",\"file\":");
     zfi_buf_json_str(&b, f->file);
     zfi_buf_puts(&b, ",\"max_memory\":");

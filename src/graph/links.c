@@ -7,7 +7,34 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const link_fields[] = {"from", "to", "queue", "shared_memory"};
+static const char *const link_fields[] = {"from",          "to",  "queue",
+                                          "shared_memory", "shm", "shared-memory"};
+
+/* Zenoh's shared-memory settings of a link, under any of Zenoh-Flow's
+ * spellings (`shared_memory`, `shm`, `shared-memory`): zflow always hands
+ * over pool memory, so a map, a boolean or null is accepted and has no
+ * effect; more than one spelling, or another value, is an error. */
+static void shared_memory(zfi_loader *ld, const zf_config *item, const char *field)
+{
+    const char *given = NULL;
+    for (size_t i = 3; i < ZFI_ARRAY_LEN(link_fields); i++) {
+        const zf_config *c = zfi_config_member(item, link_fields[i]);
+        if (!c)
+            continue;
+        char f[ZFI_FIELD_MAX];
+        zfi_field(f, field, link_fields[i]);
+        if (given)
+            zfi_err(ld, ZF_EINVAL, c, f,
+                    "'%s' and '%s' are two spellings of a link's shared-memory settings: give "
+                    "only one",
+                    given, link_fields[i]);
+        else if (c->kind != ZF_CFG_MAP && c->kind != ZF_CFG_BOOL && c->kind != ZF_CFG_NULL)
+            zfi_err(ld, ZF_EINVAL, c, f,
+                    "expected a map of Zenoh shared-memory settings (or true/false), found %s",
+                    zfi_kind_name(c));
+        given = link_fields[i];
+    }
+}
 
 static zfi_end resolve(zfi_loader *ld, const zfi_level *lv, bool output, const char *node,
                        const char *port, const zf_config *nodec, const zf_config *portc,
@@ -161,6 +188,7 @@ void zfi_links(zfi_loader *ld, zfi_level *lv, const zf_config *list)
             zfi_err(ld, ZF_EINVAL, item, f, "missing 'to': expected {node, input}");
         else if (zfi_want_map(ld, to, zfi_field(g, f, "to"), true))
             e2 = endpoint(ld, lv, to, g, false, true);
+        shared_memory(ld, item, f);
         zf_link_config q = {.capacity = ZFI_DEFAULT_CAPACITY, .policy = ZF_POLICY_BLOCK};
         const zf_config *qc = zfi_config_member(item, "queue");
         if (qc)

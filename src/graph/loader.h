@@ -213,6 +213,11 @@ void zfi_ports_free(zfi_port *p, size_t n);
 void zfi_parse_queue(zfi_loader *ld, const zf_config *q, const char *field, zf_link_config *out);
 /* Zenoh-Flow's built-in Zenoh nodes: refused with a clear error (true). */
 bool zfi_refuse_zenoh(zfi_loader *ld, const zf_config *map, const char *prefix, const char *id);
+/* `descriptor: builtin://<name>` on node `id` (field: the descriptor's):
+ * Zenoh-Flow's built-in nodes, refused with one clear error naming the node
+ * and its key expressions. */
+void zfi_refuse_builtin(zfi_loader *ld, const zf_config *entry, const zf_config *desc,
+                        const char *field, const char *id, zf_node_kind kind, const char *name);
 
 /* "source" / "operator" / "sink"; "block" / "drop_oldest" / "drop_newest"
  * (local, so the graph layer does not depend on the runtime). */
@@ -231,9 +236,11 @@ typedef struct zfi_aux {
 
 struct zfi_loader {
     zf_diag *diag;
-    char *name;          /* the flow's `name` */
-    uint64_t max_memory; /* flow-level `max_memory` */
-    int64_t drain_ns;    /* flow-level `drain_timeout` */
+    char *name;           /* the flow's `name` */
+    uint64_t max_memory;  /* flow-level `max_memory` */
+    char instance_id[37]; /* flow-level `id` / `uuid` (lower case), or "" */
+    bool node_file;       /* the document is a node file, loaded as a node */
+    int64_t drain_ns;     /* flow-level `drain_timeout` */
     zfi_strings *strings;
     zfi_vars opt_vars;               /* zf_flow_options.vars */
     const char *const *include_dirs; /* zf_flow_options.include_dirs (not owned) */
@@ -257,6 +264,12 @@ bool zfi_loader_keep(zfi_loader *ld, zfi_doc *doc);
 
 /* Flatten the flow document into ld->nodes / ld->links. */
 void zfi_flatten(zfi_loader *ld, const zfi_doc *doc);
+/* A node file (no `name`/`flow`/`sources`/`sinks`/`mapping`; ports, an
+ * implementation or `operators`), which zfi_flatten refuses with one error. */
+bool zfi_is_node_file(const zf_config *root);
+/* Load it as a node of its own (its kind from its ports; a composite is an
+ * operator): ld->nodes / ld->links, no check of its outer ports' links. */
+void zfi_flatten_node_file(zfi_loader *ld, const zfi_doc *doc);
 
 /* Whole-graph checks after flattening: unconnected ports. */
 void zfi_validate_ports(zfi_loader *ld);

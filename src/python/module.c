@@ -10,7 +10,7 @@
  *   zflow.writable(view)  a writable view (in place when the capsule is
  *                         unique, else a private copy: copy on write)
  *   zflow.address(obj)    the address of any buffer's bytes
- *   zflow.Node, zflow.Error, log levels: from zflow_support.py (embedded)
+ *   zflow.Node, zflow.Error, log levels: from zflow/_support.py (embedded)
  *
  * Ownership, in one place:
  * - on_input's `data` is a read-only memoryview over the runtime's capsule.
@@ -29,10 +29,13 @@
 
 #include <structmember.h>
 
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-#include "zflow_support.inc" /* zflow_support_py[]: zflow_support.py */
+#include "zflow_support.inc" /* zflow_support_py[]: zflow/_support.py */
 
 static PyObject *zmodule;    /* the module (owned, never freed) */
 static PyObject *error_type; /* zflow.Error (borrowed from the module) */
@@ -180,6 +183,31 @@ static int capsule_live(pyz_capsule *c)
     return 1;
 }
 
+/* A writable capsule (from alloc() or zflow.writable()) is given up only
+ * when nothing else in Python can write it afterwards: `mv`, the view being
+ * sent (NULL: the Capsule itself), must be its only view, with no slice,
+ * memoryview or NumPy array made from it still alive. Otherwise raise
+ * BufferError and change nothing (the send is refused, the view stays
+ * usable). */
+static int writable_alone(pyz_capsule *c, PyObject *mv)
+{
+    if (!c->writable)
+        return 1;
+    Py_ssize_t others = c->exports;
+    if (mv) {
+        PyMemoryViewObject *m = (PyMemoryViewObject *)mv;
+        others += m->exports + (m->mbuf ? m->mbuf->exports : 1) - 2;
+    }
+    if (others <= 0)
+        return 1;
+    PyErr_Format(PyExc_BufferError,
+                 "cannot send this capsule: %zd other view(s) of it (a slice, a memoryview, a "
+                 "NumPy array...) can still write it, and a sent capsule must be read-only for "
+                 "its sender; delete them (or call .release() on them) before send()",
+                 others);
+    return 0;
+}
+
 /* Capsule.release(): drop the reference now (when its views are gone). */
 static PyObject *capsule_release(PyObject *self, PyObject *unused)
 {
@@ -199,7 +227,10 @@ static PyObject *capsule_keep(PyObject *self, PyObject *unused)
     pyz_capsule *c = (pyz_capsule *)self;
     if (!capsule_live(c))
         return NULL;
-    c->writable = false; /* shared from now on */
+    if (c->writable) /* a second holder would read what its views still write */
+        return PyErr_Format(PyExc_BufferError,
+                            "keep() shares a capsule, and this one is writable (from alloc()): "
+                            "it is yours already; keep the view itself, or send it");
     return pyz_capsule_new(zf_data_ref(c->d), false);
 }
 
@@ -331,6 +362,8 @@ static zf_data *capsule_take(pyz_capsule *c, PyObject *mv, bool consume)
         return NULL;
     if (!consume)
         return zf_data_ref(c->d);
+    if (!writable_alone(c, mv))
+        return NULL;
     if (mv)
         pyz_view_release(mv);
     c->released = true;
@@ -384,6 +417,14 @@ static zf_data *to_capsule(PyObject *obj, bool consume_any)
                 zf_data *d = capsule_take(c, obj, consume_any || c->writable);
                 Py_DECREF(base);
                 return d;
+            }
+            if (c->writable) {
+                PyBuffer_Release(&view);
+                PyErr_SetString(PyExc_BufferError,
+                                "cannot send a part of a writable capsule (from alloc()): the "
+                                "rest would stay writable by its sender; alloc() the size you "
+                                "send, or send the whole view");
+                return NULL;
             }
         }
     }
@@ -441,13 +482,15 @@ PyObject *pyz_context_new(zf_node *node, zf_node_kind kind, const zf_port_decl *
     c->kind = PyUnicode_FromString(zf_node_kind_name(kind));
     const char *src = zf_node_source(node);
     c->source = PyUnicode_FromString(src ? src : "");
+    c->instance = PyUnicode_FromString(zf_node_instance_uuid(node));
+    c->flow = PyUnicode_FromString(zf_node_flow_name(node));
     Py_INCREF(config);
     c->config = config;
     c->in_idx = c->out_idx = NULL;
     c->inputs = port_tuple(in, n_in, &c->in_idx);
     c->outputs = port_tuple(out, n_out, &c->out_idx);
     PyObject_GC_Track(c);
-    if (!c->id || !c->kind || !c->source || !c->inputs || !c->outputs) {
+    if (!c->id || !c->kind || !c->source || !c->instance || !c->flow || !c->inputs || !c->outputs) {
         Py_DECREF(c);
         return NULL;
     }
@@ -481,6 +524,8 @@ static void context_dealloc(PyObject *self)
     Py_CLEAR(c->id);
     Py_CLEAR(c->kind);
     Py_CLEAR(c->source);
+    Py_CLEAR(c->instance);
+    Py_CLEAR(c->flow);
     Py_CLEAR(c->config);
     Py_CLEAR(c->inputs);
     Py_CLEAR(c->outputs);
@@ -552,6 +597,27 @@ static zf_node *send_args(pyz_context *c, const char *name, PyObject *const *arg
     return *port < 0 ? NULL : node;
 }
 
+/* After a pinned NumPy array is sent, writing it would change what the
+ * receivers read: clear its WRITEABLE flag (arr[0] = x raises afterwards).
+ * A bytearray or a view made of the array before cannot be locked
+ * (docs/python.md). Nothing else is touched. */
+static void seal_sent(PyObject *obj)
+{
+    if (Py_IS_TYPE(obj, &capsule_type) || PyMemoryView_Check(obj) ||
+        !PyObject_HasAttrString(obj, "__array_interface__") ||
+        !PyObject_HasAttrString(obj, "setflags"))
+        return;
+    PyObject *kw = Py_BuildValue("{s:O}", "write", Py_False), *none = PyTuple_New(0);
+    PyObject *fn = kw && none ? PyObject_GetAttrString(obj, "setflags") : NULL;
+    PyObject *r = fn ? PyObject_Call(fn, none, kw) : NULL;
+    Py_XDECREF(r);
+    Py_XDECREF(fn);
+    Py_XDECREF(none);
+    Py_XDECREF(kw);
+    if (!r)
+        PyErr_Clear(); /* sent already; clearing WRITEABLE does not fail on an ndarray */
+}
+
 /* Context.send(port, data) */
 static PyObject *context_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -565,6 +631,7 @@ static PyObject *context_send(PyObject *self, PyObject *const *args, Py_ssize_t 
     zf_err e = do_send(node, (unsigned)port, &d, false);
     if (e != ZF_OK)
         return raise_zf(e, zf_last_error());
+    seal_sent(args[1]);
     Py_RETURN_NONE;
 }
 
@@ -595,6 +662,8 @@ static PyObject *context_try_send(PyObject *self, PyObject *const *args, Py_ssiz
         }
         PyBuffer_Release(&v);
     }
+    if (cap && !writable_alone(cap, mv))
+        return NULL;
     if (cap) {
         Py_INCREF(cap);
         d = capsule_take(cap, NULL, false);
@@ -618,6 +687,7 @@ static PyObject *context_try_send(PyObject *self, PyObject *const *args, Py_ssiz
     Py_XDECREF(cap);
     if (e != ZF_OK)
         return raise_zf(e, zf_last_error());
+    seal_sent(obj);
     Py_RETURN_TRUE;
 }
 
@@ -725,6 +795,9 @@ static PyMemberDef context_members[] = {
     {"id", T_OBJECT_EX, offsetof(pyz_context, id), READONLY, "the node's id"},
     {"kind", T_OBJECT_EX, offsetof(pyz_context, kind), READONLY, "source, operator or sink"},
     {"source", T_OBJECT_EX, offsetof(pyz_context, source), READONLY, "the script's path"},
+    {"instance", T_OBJECT_EX, offsetof(pyz_context, instance), READONLY,
+     "the UUID of the node's instance"},
+    {"flow", T_OBJECT_EX, offsetof(pyz_context, flow), READONLY, "the name of the node's flow"},
     {"configuration", T_OBJECT_EX, offsetof(pyz_context, config), READONLY,
      "the node's configuration (a dict)"},
     {"inputs", T_OBJECT_EX, offsetof(pyz_context, inputs), READONLY, "input port names"},
@@ -844,6 +917,40 @@ PyObject *pyz_helper(const char *name)
     return zmodule ? PyDict_GetItemString(PyModule_GetDict(zmodule), name) : NULL;
 }
 
+/* Where the pure-Python packages are (zenoh_flow for Zenoh-Flow's nodes):
+ * `python/` next to this library (a build tree) and the install folder
+ * (ZF_PYTHON_PKG_DIR, absolute or relative to this library's folder),
+ * appended to sys.path when they exist (the user's own path comes first). */
+static int add_package_dirs(void)
+{
+    char build[PATH_MAX] = "", installed[PATH_MAX] = ZF_PYTHON_PKG_DIR;
+    Dl_info info;
+    if (dladdr((void *)add_package_dirs, &info) && info.dli_fname) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        int n = slash ? (int)(slash - info.dli_fname) : 0;
+        if (slash) {
+            snprintf(build, sizeof build, "%.*s/python", n, info.dli_fname);
+            if (ZF_PYTHON_PKG_DIR[0] != '/')
+                snprintf(installed, sizeof installed, "%.*s/%s", n, info.dli_fname,
+                         ZF_PYTHON_PKG_DIR);
+        }
+    }
+    const char *dirs[] = {build, installed};
+    PyObject *path = PySys_GetObject("path"); /* borrowed */
+    for (size_t i = 0; path && PyList_Check(path) && i < 2; i++) {
+        if (!dirs[i][0] || access(dirs[i], R_OK) != 0)
+            continue;
+        PyObject *d = PyUnicode_DecodeFSDefault(dirs[i]);
+        int has = d ? PySequence_Contains(path, d) : -1;
+        if (has < 0 || (has == 0 && PyList_Append(path, d) < 0)) {
+            Py_XDECREF(d);
+            return -1;
+        }
+        Py_DECREF(d);
+    }
+    return 0;
+}
+
 PyObject *pyz_module_create(void)
 {
     if (zmodule)
@@ -879,6 +986,10 @@ PyObject *pyz_module_create(void)
     error_type = PyDict_GetItemString(dict, "Error");
     PyObject *modules = PyImport_GetModuleDict();
     if (!error_type || PyDict_SetItemString(modules, "zflow", m) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (add_package_dirs() < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -46,6 +46,7 @@ typedef struct pyz_capsule {
 typedef struct pyz_context {
     PyObject_HEAD zf_node *node; /* NULL after fini: calls raise zflow.Error(ZF_ECLOSED) */
     PyObject *id, *kind, *source, *config;
+    PyObject *instance, *flow;  /* the instance's UUID, the flow's name */
     PyObject *inputs, *outputs; /* tuples of port names */
     PyObject *in_idx, *out_idx; /* dict: name -> index */
 } pyz_context;

@@ -12,6 +12,11 @@ const char *zf_flow_node_id(const zf_flow *f, size_t i)
     return f && i < f->n_nodes ? f->nodes[i].id : NULL;
 }
 
+zf_node_kind zf_flow_node_kind(const zf_flow *f, size_t i)
+{
+    return f && i < f->n_nodes ? f->nodes[i].kind : (zf_node_kind)0;
+}
+
 const char *zf_flow_node_source(const zf_flow *f, size_t i)
 {
     if (!f || i >= f->n_nodes)

@@ -322,6 +322,23 @@ void zfi_instance_free(zf_instance *inst)
     free(inst);
 }
 
+/* Refuse a UUID a live instance of rt already has (a descriptor's `id`
+ * deployed twice). rt->mu held. */
+static zf_err check_unique(zf_runtime *rt, const zf_instance *inst, zf_diag *diag)
+{
+    for (const zf_instance *o = rt->instances; o; o = o->next_in_rt) {
+        if (o == inst || strcmp(o->uuid, inst->uuid))
+            continue;
+        zfi_diag_add(diag, ZF_EEXIST, inst->flow->file, 0, 0, "id",
+                     "instance id %s is taken: instance '%s' (%s) has it; destroy it first, or "
+                     "remove 'id' from the descriptor so that each instance gets a new one",
+                     o->uuid, o->name, zf_instance_state_name(o->state));
+        return zfi_error(ZF_EEXIST, "instance id %s is taken by instance '%s' (%s)", o->uuid,
+                         o->name, zf_instance_state_name(o->state));
+    }
+    return ZF_OK;
+}
+
 zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_options *opt,
                           zf_diag *diag, zf_instance **out)
 {
@@ -333,7 +350,10 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
         return zfi_error(ZF_ENOMEM, "out of memory");
     inst->rt = rt;
     inst->flow = zfi_flow_ref(f);
-    zfi_uuid_v4(inst->uuid);
+    if (f->instance_id[0])
+        memcpy(inst->uuid, f->instance_id, sizeof inst->uuid);
+    else
+        zfi_uuid_v4(inst->uuid);
     inst->name = zfi_strdup(opt && opt->name && *opt->name ? opt->name : f->name);
     pthread_mutex_init(&inst->mu, NULL);
     pthread_condattr_t ca;
@@ -343,6 +363,14 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     pthread_condattr_destroy(&ca);
     inst->state = ZF_INSTANCE_CREATED;
     inst->state_since_ns = zf_clock_ns();
+    zf_err err = ZF_OK;
+    if (f->instance_id[0]) {
+        pthread_mutex_lock(&rt->mu);
+        err = check_unique(rt, inst, diag);
+        pthread_mutex_unlock(&rt->mu);
+        if (err != ZF_OK)
+            goto fail;
+    }
     inst->drain_timeout_ns = opt && opt->drain_timeout_ns ? opt->drain_timeout_ns
                              : f->drain_timeout_ns        ? f->drain_timeout_ns
                                                           : DEFAULT_DRAIN_TIMEOUT_NS;
@@ -351,7 +379,7 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     pool_name[8] = '\0';
     zf_pool_config pc = {.max_bytes = opt && opt->max_memory ? opt->max_memory : f->max_memory,
                          .name = pool_name};
-    zf_err err = zf_pool_create(&pc, &inst->pool);
+    err = zf_pool_create(&pc, &inst->pool);
     if (err != ZF_OK)
         goto fail;
     inst->acct = zfi_acct_new();
@@ -397,9 +425,16 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
         goto fail;
     }
     pthread_mutex_lock(&rt->mu);
-    inst->next_in_rt = rt->instances;
-    rt->instances = inst;
+    err = check_unique(rt, inst, diag); /* again: another may have come meanwhile */
+    if (err == ZF_OK) {
+        inst->next_in_rt = rt->instances;
+        rt->instances = inst;
+    }
     pthread_mutex_unlock(&rt->mu);
+    if (err != ZF_OK) {
+        zfi_instance_fini_nodes(inst);
+        goto fail;
+    }
     zfi_log(ZF_LOG_INFO, "instance", "created %s '%s' (%zu nodes, %zu links)", inst->uuid,
             inst->name, inst->n_nodes, inst->n_links);
     *out = inst;

@@ -153,6 +153,16 @@ const char *zf_node_source(const zf_node *n)
     return n ? (n->desc->python ? n->desc->python : n->desc->library) : NULL;
 }
 
+const char *zf_node_instance_uuid(const zf_node *n)
+{
+    return n ? n->inst->uuid : NULL;
+}
+
+const char *zf_node_flow_name(const zf_node *n)
+{
+    return n ? n->inst->flow->name : NULL;
+}
+
 const zf_config *zf_node_config(const zf_node *n)
 {
     return n ? n->desc->config : NULL;

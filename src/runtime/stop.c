@@ -168,11 +168,30 @@ static void describe_holders(zf_instance *inst, zf_stop_report *r)
         if (w.abandoned_held && w.abandoned_held[i])
             zfi_buf_puts(&b, ", holding the capsule it was given until it returns");
     }
+    /* A node's count is of references taken and dropped by its own code on
+     * its own thread: one dropped elsewhere (a Python view released later, a
+     * pinned object's last holder on another thread) stays counted. With no
+     * pool memory held, say so instead of calling it a leak. */
+    uint64_t pinned = atomic_load(&inst->acct->wrapped) - atomic_load(&inst->acct->released);
     for (size_t i = 0; i < inst->n_nodes; i++) {
         zf_node *n = inst->nodes[i];
         long long held = atomic_load(&n->held);
-        if (!atomic_load(&n->abandoned) && held > 0)
+        if (atomic_load(&n->abandoned) || held <= 0)
+            continue;
+        if (r->pool_bytes_after)
             zfi_buf_printf(&b, "%snode '%s' took %lld reference(s) it never released",
+                           b.len ? "; " : "", n->desc->id, held);
+        else if (pinned)
+            zfi_buf_printf(&b,
+                           "%snode '%s' took %lld reference(s) not dropped in its own code: views "
+                           "or objects still holding %llu pinned capsule(s) (their own memory, "
+                           "no pool memory; released when they go)",
+                           b.len ? "; " : "", n->desc->id, held, (unsigned long long)pinned);
+        else
+            zfi_buf_printf(&b,
+                           "%snode '%s' took %lld reference(s) that were dropped outside its own "
+                           "code (views or pinned objects released later, or on another "
+                           "thread): nothing is held",
                            b.len ? "; " : "", n->desc->id, held);
     }
     holders *hs = &w.hs;

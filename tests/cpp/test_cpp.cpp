@@ -449,7 +449,7 @@ void cpp_detect_runs_the_seed_pipeline()
     std::string motor = std::string("MOTOR_SUMMARY=") + zt_tmp_path("motor.json");
     std::string rec = std::string("RECORDER_SUMMARY=") + zt_tmp_path("recorder.json");
     const char *vars[] = {lib.c_str(), motor.c_str(), rec.c_str(), "FRAME_BYTES=1MiB"};
-    zf_flow_options opt = {vars, 4, nullptr, 0};
+    zf_flow_options opt = {vars, 4, nullptr, 0, false};
     zf_diag *d = zf_diag_new();
     zf_flow *f = nullptr;
     zf_err e = zf_flow_load(flow.c_str(), &opt, d, &f);

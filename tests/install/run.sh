@@ -17,10 +17,15 @@ cc -std=c11 -Wall -Werror "$here/consumer.c" $(pkg-config --cflags --libs zflow)
 "$tmp/pc"
 echo "== find_package(zflow)"
 mkdir "$tmp/proj"
-cp "$here/consumer.c" "$tmp/proj/"
+cp "$here/consumer.c" "$here/node.c" "$tmp/proj/"
 cp "$here/CMakeLists.txt.in" "$tmp/proj/CMakeLists.txt"
 cmake -S "$tmp/proj" -B "$tmp/proj/build" -DCMAKE_PREFIX_PATH="$tmp/prefix" >/dev/null
 cmake --build "$tmp/proj/build" >/dev/null
 "$tmp/proj/build/consumer_shared"
 "$tmp/proj/build/consumer_static"
+echo "== zf_node() from the package"
+nm -D --defined-only "$tmp/proj/build/libconsumer_node.so" | grep -q ' zf_node_declare$'
+"$tmp/prefix/bin/zfctl" validate "$tmp/prefix/share/zflow/examples/seed-pipeline/flow.yaml" --flatten \
+  --var LIB_DIR="$tmp/prefix/lib/zflow/examples/seed-pipeline" >/dev/null
+test ! -e "$tmp/prefix/bin/zf-bench" # benchmarks are not installed
 echo "1 passed, 0 failed"

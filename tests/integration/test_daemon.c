@@ -1110,13 +1110,106 @@ ZT_CASE(fifo_library_and_ambiguous_names)
     free(out);
 
     start_daemon();
-    char *a = deploy_seed("twin", false), *b = deploy_seed("twin", false);
-    ZT_CHECK(a && b);
-    ZT_EQ(ctl(&out, "status", "twin", NULL), 1);
+    /* names are unique on a daemon; a name that is another instance's UUID
+     * prefix is still ambiguous */
+    char *a = deploy_seed("twin", false);
+    ZT_CHECK(a);
+    char pre[9];
+    snprintf(pre, sizeof pre, "%.8s", a);
+    char *b = deploy_seed(pre, false);
+    ZT_CHECK(b);
+    ZT_EQ(ctl(&out, "status", pre, NULL), 1);
     ZT_CONTAINS(out, "is ambiguous");
     free(out);
     free(a);
     free(b);
+    ZT_EQ(stop_daemon(), 0);
+}
+
+/* Zenoh-Flow's spellings behave as their zflow equivalents; a name (or a
+ * descriptor's instance `id`) a live instance has is refused with its UUID. */
+ZT_CASE(zenoh_flow_spellings_and_unique_names)
+{
+    start_daemon();
+    ZT_CHECK(socket_up());
+    char vars[700];
+    snprintf(vars, sizeof vars, "LIB_DIR=%s,FRAME_BYTES=64KiB", seed_libs);
+    char *out, *id;
+    /* instance create = deploy --no-start, with --vars K=V,K=V */
+    ZT_EQ(ctl(&id, "instance", "create", seed_flow, "--vars", vars, "--name", "zf1", NULL), 0);
+    id[strcspn(id, "\n")] = 0;
+    ZT_EQ(strlen(id), 36);
+    ZT_EQ(ctl(&out, "instance", "list", NULL), 0);
+    ZT_CONTAINS(out, id);
+    ZT_CONTAINS(out, "zf1                   CREATED");
+    free(out);
+    /* the same name again: refused, naming the live one */
+    ZT_EQ(ctl(&out, "deploy", seed_flow, "--vars", vars, "--name", "zf1", NULL), 1);
+    ZT_CONTAINS(out, "an instance named 'zf1' already exists");
+    ZT_CONTAINS(out, id);
+    ZT_CONTAINS(out, "ZF_EEXIST");
+    free(out);
+    zf_config *ls = request(ZF_OP_LIST, NULL);
+    ZT_EQ(zf_config_len(zf_config_get(ls, "result.instances")), 1);
+    zf_config_free(ls);
+
+    ZT_EQ(ctl(&out, "instance", "start", "zf1", NULL), 0);
+    ZT_CONTAINS(out, "RUNNING");
+    free(out);
+    ZT_EQ(ctl(&out, "instance", "status", "zf1", NULL), 0);
+    ZT_CONTAINS(out, id);
+    ZT_CONTAINS(out, "camera");
+    free(out);
+    ZT_EQ(ctl(&out, "instance", "abort", "zf1", NULL), 0);
+    ZT_CONTAINS(out, "SUSPENDED");
+    free(out);
+    ZT_EQ(ctl(&out, "runtime", "list", NULL), 0);
+    ZT_CONTAINS(out, "edge_1");
+    free(out);
+    ZT_EQ(ctl(&out, "runtime", "status", "edge_1", NULL), 0);
+    ZT_CONTAINS(out, "edge_1");
+    free(out);
+    ZT_EQ(ctl(&out, "runtime", "status", "cloud_9", NULL), 1);
+    ZT_CONTAINS(out, "no worker named 'cloud_9'");
+    free(out);
+    ZT_EQ(ctl(&out, "instance", "delete", "zf1", NULL), 0);
+    ZT_CONTAINS(out, "nothing leaked");
+    free(out);
+    ZT_EQ(ctl(&out, "instance", "remove", "zf1", NULL), 2);
+    ZT_CONTAINS(out, "instance delete");
+    free(out);
+    /* the name is free again; `instance create --start` starts */
+    ZT_EQ(ctl(&out, "instance", "create", seed_flow, "--vars", vars, "--name", "zf1", "--start",
+              NULL),
+          0);
+    free(out);
+    ZT_EQ(ctl(&out, "ls", NULL), 0);
+    ZT_CONTAINS(out, "zf1                   RUNNING");
+    free(out);
+    ZT_EQ(ctl(&out, "destroy", "zf1", NULL), 0);
+    free(out);
+    free(id);
+
+    /* 0.6's top-level `id`: the instance's UUID; twice is refused */
+    const char *flow = zt_tmp_path("with-id.yaml");
+    FILE *f = fopen(flow, "w");
+    fprintf(f,
+            "flow: with-id\n"
+            "id: 5d1f0c2a-8b7e-4f3a-9c6d-2e1b0a9f8e7d\n"
+            "sources: [{id: gen, library: %s/libt_gen.so, period: 10ms, outputs: [out]}]\n"
+            "sinks: [{id: sink, library: %s/libt_count.so, inputs: [in]}]\n"
+            "links: [{from: {node: gen, output: out}, to: {node: sink, input: in}}]\n",
+            nodes_libs, nodes_libs);
+    fclose(f);
+    ZT_EQ(ctl(&out, "deploy", flow, NULL), 0);
+    ZT_CONTAINS(out, "5d1f0c2a-8b7e-4f3a-9c6d-2e1b0a9f8e7d");
+    free(out);
+    ZT_EQ(ctl(&out, "deploy", flow, "--name", "other", NULL), 1);
+    ZT_CONTAINS(out, "instance id 5d1f0c2a-8b7e-4f3a-9c6d-2e1b0a9f8e7d is taken");
+    free(out);
+    ZT_EQ(ctl(&out, "destroy", "5d1f0c2a", NULL), 0);
+    ZT_CONTAINS(out, "nothing leaked");
+    free(out);
     ZT_EQ(stop_daemon(), 0);
 }
 
@@ -1137,4 +1230,5 @@ ZT_MAIN(ZT_ENTRY(five_instances_listed_destroyed_suspended_resumed),
         ZT_ENTRY(init_and_fini_that_never_return_under_zfd),
         ZT_ENTRY(init_and_fini_that_never_return_under_zfctl_run),
         ZT_ENTRY(a_node_that_exits_or_segfaults_is_named_in_the_log),
-        ZT_ENTRY(sigterm_during_a_deploy_answers_it), ZT_ENTRY(fifo_library_and_ambiguous_names))
+        ZT_ENTRY(sigterm_during_a_deploy_answers_it), ZT_ENTRY(fifo_library_and_ambiguous_names),
+        ZT_ENTRY(zenoh_flow_spellings_and_unique_names))

@@ -222,18 +222,22 @@ ZT_CASE(python_source_objects_reach_a_c_sink_in_place)
     }
 }
 
-ZT_CASE(numpy_arrays_are_sent_in_place)
+/* True (and a note) when the embedded CPython has no NumPy. */
+static bool no_numpy(void)
 {
-    if (no_python())
-        return;
     char *out = NULL;
     char *const argv[] = {"/usr/bin/python3", "-c", "import numpy", NULL};
     int st = zt_exec(argv, &out, 30);
     free(out);
-    if (st != 0) {
+    if (st != 0)
         printf("  skip: NumPy is not installed (apt-get install python3-numpy)\n");
+    return st != 0;
+}
+
+ZT_CASE(numpy_arrays_are_sent_in_place)
+{
+    if (no_python() || no_numpy())
         return;
-    }
     const char *sum = zt_tmp_path("np.json"), *ssum = zt_tmp_path("npsrc.json");
     char cfg[512];
     snprintf(cfg, sizeof cfg, "count: 300, size: 65536, mode: numpy, summary: \"%s\"", ssum);
@@ -581,16 +585,164 @@ ZT_CASE(teardown)
     rt = NULL;
 }
 
+/* After send() nothing in Python can write the sent capsule: a send while
+ * another view (NumPy array, slice, memoryview) could still write it is
+ * refused (BufferError, nothing changed), and once sent every view of it
+ * raises. */
+ZT_CASE(a_sent_capsule_cannot_be_written_by_its_sender)
+{
+    if (no_python() || no_numpy())
+        return;
+    const char *sum = zt_tmp_path("guard.json"), *gsum = zt_tmp_path("guardsrc.json");
+    char cfg[512];
+    snprintf(cfg, sizeof cfg, "count: 50, summary: \"%s\"", gsum);
+    char ccfg[512];
+    snprintf(ccfg, sizeof ccfg, "summary: \"%s\"", sum);
+    const zt_node n[] = {{"src", PY("guard.py"), cfg, "capacity: 64"},
+                         {"sink", ZT_LIB("count"), ccfg, NULL}};
+    zt_outcome run = run_until(zt_chain("guard", n, 2, true), "sink", 100);
+    ZT_CHECK(run.started);
+    ZT_CHECK(run.reached);
+    ZT_EQ(zt_summary(gsum, "sent"), 50);
+    static const char *const refusals[] = {
+        "numpy",    "slice",       "part",        "second_view",   "keep",
+        "try_send", "write_after", "numpy_after", "capsule_after", "array_after"};
+    for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
+        if (zt_summary(gsum, refusals[i]) != 50)
+            printf("  refusal '%s': %lld of 50\n", refusals[i], zt_summary(gsum, refusals[i]));
+        ZT_EQ(zt_summary(gsum, refusals[i]), 50);
+    }
+    ZT_EQ(zt_summary(sum, "count"), 100);        /* 50 from alloc(), 50 NumPy arrays */
+    ZT_EQ(zt_summary(sum, "same_address"), 100); /* still zero copy */
+    ZT_EQ(run.report.bytes_leaked, 0);
+}
+
+/* A view of a received capsule sent on is pinned; its last holder (the C
+ * sink) drops it on its own thread. The stop report must not call those
+ * references a leak. */
+ZT_CASE(pinned_views_are_not_reported_as_leaks)
+{
+    if (no_python())
+        return;
+    const char *sum = zt_tmp_path("slice.json");
+    zt_outcome run =
+        run_until(through_py_relay("count: 200, size: 64", "mode: slice", sum), "sink", 200);
+    ZT_CHECK(run.started);
+    ZT_CHECK(run.reached);
+    zf_stop_report r = run.report;
+    ZT_EQ(zt_summary(sum, "count"), 200);
+    ZT_EQ(zt_summary(sum, "same_address"), 200); /* the slice is the capsule's own bytes */
+    ZT_EQ(r.releases, 200);
+    ZT_EQ(r.bytes_leaked, 0);
+    ZT_CHECK(strstr(r.holders, "never released") == NULL);
+    if (r.holders[0])
+        ZT_CONTAINS(r.holders, "dropped outside its own code");
+}
+
+/* ---- Zenoh-Flow Python nodes (the zenoh_flow compatibility package) ---- */
+
+/* Load a file of tests/compat/zenoh-flow-python/, start it, wait for `n`
+ * callbacks of `id`, stop: every node without error, nothing leaked. */
+static zf_stop_report run_zenoh_flow(const char *file, const char *id, uint64_t n, bool *ok)
+{
+    char path[1024], nodes[1024];
+    snprintf(path, sizeof path, "%s/tests/compat/zenoh-flow-python/%s", zt_source_dir(), file);
+    snprintf(nodes, sizeof nodes, "NODES=%s/tests/nodes", zt_build_dir());
+    const char *v[] = {nodes};
+    zf_flow_options opt = {.vars = v, .n_vars = 1};
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = NULL;
+    zf_stop_report r = {0};
+    *ok = false;
+    if (zf_flow_load(path, &opt, d, &f) != ZF_OK) {
+        char *t = zf_diag_format(d);
+        fprintf(stderr, "%s", t);
+        free(t);
+        zf_diag_free(d);
+        return r;
+    }
+    zf_instance *inst = zt_start(rt, f, d);
+    zf_diag_free(d);
+    if (inst) {
+        *ok = zt_wait_callbacks(inst, id, n, 30000);
+        zf_instance_stop(inst, &r);
+        for (size_t i = 0; i < zf_flow_node_count(f); i++) {
+            zf_node_stats st;
+            zt_node_stats(inst, zf_flow_node_id(f, i), &st, NULL, 0);
+            if (st.errors) {
+                printf("  node '%s': %llu errors (%s)\n", zf_flow_node_id(f, i),
+                       (unsigned long long)st.errors, st.reason ? st.reason : "");
+                *ok = false;
+            }
+        }
+        zf_instance_destroy(inst);
+    }
+    zf_flow_free(f);
+    return r;
+}
+
+ZT_CASE(zenoh_flow_python_05_examples_run_unchanged)
+{
+    if (no_python())
+        return;
+    /* py-pipeline.yml: source.py (a value every 0.5 s) -> operator.py ->
+     * sink.py, through `uri: file://./x.py` node files and register() */
+    bool ok;
+    zf_stop_report r = run_zenoh_flow("0.5/py-pipeline.yml", "PyPrint", 3, &ok);
+    ZT_CHECK(ok);
+    ZT_EQ(r.bytes_leaked, 0);
+    ZT_CHECK(r.releases >= 3); /* the source's bytes, pinned, each released */
+}
+
+ZT_CASE(zenoh_flow_python_06_sink_runs_unchanged)
+{
+    if (no_python())
+        return;
+    bool ok;
+    zf_stop_report r = run_zenoh_flow("0.6/zflow-flow.yaml", "python-sink", 50, &ok);
+    ZT_CHECK(ok);
+    ZT_EQ(r.bytes_leaked, 0);
+}
+
+ZT_CASE(zenoh_flow_operator_payload_is_zero_copy)
+{
+    if (no_python())
+        return;
+    const char *sum = zt_tmp_path("zfc.json"), *fsum = zt_tmp_path("zff.json");
+    char gcfg[256], fcfg[512], ccfg[512];
+    snprintf(gcfg, sizeof gcfg, "count: 300, size: 256");
+    snprintf(fcfg, sizeof fcfg, "summary: \"%s\", flow: zenoh-flow-op", fsum);
+    snprintf(ccfg, sizeof ccfg, "summary: \"%s\"", sum);
+    const zt_node n[] = {{"gen", ZT_LIB("gen"), gcfg, "capacity: 8"},
+                         {"zf", "library: \"{{ PY }}/zf_forward.py\"", fcfg, "capacity: 8"},
+                         {"sink", ZT_LIB("count"), ccfg, NULL}};
+    zt_outcome run = run_until(zt_chain("zenoh-flow-op", n, 3, true), "sink", 300);
+    ZT_CHECK(run.started);
+    ZT_CHECK(run.reached);
+    ZT_EQ(zt_summary(fsum, "received"), 300);
+    ZT_EQ(zt_summary(fsum, "zero_copy"), 300);
+    ZT_EQ(zt_summary(fsum, "wall_ms_ok"), 300);
+    ZT_EQ(zt_summary(fsum, "context_ok"), 1); /* flow name, instance UUID, script */
+    ZT_EQ(zt_summary(sum, "count"), 300);
+    ZT_EQ(zt_summary(sum, "same_address"), 300); /* send_async(payload): the same capsule */
+    ZT_EQ(run.report.bytes_leaked, 0);
+}
+
 ZT_MAIN(ZT_ENTRY(c_source_to_python_sink_reads_the_same_buffer),
         ZT_ENTRY(two_nodes_run_one_script_each_with_its_own_state),
         ZT_ENTRY(python_source_objects_reach_a_c_sink_in_place),
         ZT_ENTRY(numpy_arrays_are_sent_in_place),
+        ZT_ENTRY(a_sent_capsule_cannot_be_written_by_its_sender),
         ZT_ENTRY(pinned_python_objects_are_released_when_the_last_reference_drops),
         ZT_ENTRY(python_source_c_operator_python_sink),
         ZT_ENTRY(python_operator_forwards_the_same_capsule),
+        ZT_ENTRY(pinned_views_are_not_reported_as_leaks),
         ZT_ENTRY(python_exceptions_are_counted_errors_with_their_traceback),
         ZT_ENTRY(memoryview_used_after_its_callback_raises),
         ZT_ENTRY(writable_copies_on_write_only_when_shared),
         ZT_ENTRY(python_source_with_its_own_thread),
         ZT_ENTRY(load_errors_name_the_script_and_the_problem),
-        ZT_ENTRY(seed_pipeline_with_detect_py), ZT_ENTRY(teardown))
+        ZT_ENTRY(seed_pipeline_with_detect_py),
+        ZT_ENTRY(zenoh_flow_python_05_examples_run_unchanged),
+        ZT_ENTRY(zenoh_flow_python_06_sink_runs_unchanged),
+        ZT_ENTRY(zenoh_flow_operator_payload_is_zero_copy), ZT_ENTRY(teardown))

@@ -184,6 +184,49 @@ ZT_CASE(sigterm_stops_gracefully)
     ZT_CONTAINS(buf, "nothing leaked");
 }
 
+/* Zenoh-Flow's files and spellings: a node file given to validate is
+ * checked as a node; --vars K=V,K=V is --var K=V --var K=V. */
+ZT_CASE(validate_node_files_and_vars)
+{
+    paths();
+    char hamburg[600], gm[700], base[700];
+    snprintf(hamburg, sizeof hamburg,
+             "%s/tests/compat/zenoh-flow-examples/montblanc/hamburg/hamburg.yml", zt_source_dir());
+    snprintf(base, sizeof base, "BASE_DIR=%s/tests/compat/zenoh-flow-examples/getting-started,X=1",
+             zt_source_dir());
+    snprintf(gm, sizeof gm,
+             "%s/tests/compat/zenoh-flow-examples/getting-started/nodes/python/greetings-maker/"
+             "greetings-maker.yaml",
+             zt_source_dir());
+    char *out;
+    ZT_EQ(zf(&out, 10, "validate", hamburg, NULL), 3);
+    ZT_CONTAINS(out, "hamburg.yml:2:6: error: library: node 'Hamburg': library "
+                     "/home/ato/Workspace/zenoh-flow-examples/montblanc/target/debug/libhamburg.so "
+                     "does not exist");
+    ZT_CONTAINS(out, "1 error");
+    free(out);
+    ZT_EQ(zf(&out, 10, "validate", hamburg, "--flatten", NULL), 0);
+    ZT_CONTAINS(out, "\"id\":\"Hamburg\",\"kind\":\"operator\"");
+    free(out);
+    ZT_EQ(zf(&out, 10, "run", hamburg, NULL), 3);
+    ZT_CONTAINS(out, "this is a node file");
+    free(out);
+    /* --vars: BASE_DIR reaches the node file's uri (a .py: a Python node) */
+    ZT_EQ(zf(&out, 10, "validate", gm, "--vars", base, NULL), 3);
+    ZT_CONTAINS(out, "greetings-maker/greetings-maker.py does not exist");
+    free(out);
+    ZT_EQ(zf(&out, 10, "validate", gm, "--vars", "BASE_DIR", NULL), 2);
+    ZT_CONTAINS(out, "--vars takes KEY=VALUE, got 'BASE_DIR'");
+    free(out);
+    /* the seed pipeline with its vars in one --vars */
+    char vars[800];
+    snprintf(vars, sizeof vars, "%s,%s", libdir, FRAME_VAR);
+    ZT_EQ(zf(&out, 10, "validate", flow, "--vars", vars, NULL), 0);
+    ZT_CONTAINS(out, "valid");
+    free(out);
+}
+
 ZT_MAIN(ZT_ENTRY(help_and_usage_errors), ZT_ENTRY(validate_good_and_bad),
         ZT_ENTRY(graph_prints_dot), ZT_ENTRY(seed_pipeline_pinned_releases_every_frame),
-        ZT_ENTRY(shutdown_with_a_node_that_never_returns), ZT_ENTRY(sigterm_stops_gracefully))
+        ZT_ENTRY(shutdown_with_a_node_that_never_returns), ZT_ENTRY(sigterm_stops_gracefully),
+        ZT_ENTRY(validate_node_files_and_vars))

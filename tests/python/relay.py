@@ -4,6 +4,7 @@ configuration:
   mode: forward     forward (the received capsule itself) | mutate
                     (zflow.writable: in place if unique, else a copy; flips
                     byte 15) | copy (bytes(data): a Python copy, pinned)
+                    | slice (data[:len // 2]: a view of the capsule, pinned)
   fail_every: 0     raise ValueError for every Nth capsule
 """
 import zflow
@@ -27,6 +28,8 @@ class Relay(zflow.Node):
             self.send("out", w)
         elif self.mode == "copy":
             self.send("out", bytes(data))
+        elif self.mode == "slice":
+            self.send("out", data[: len(data) // 2])
         else:
             self.send("out", data)
 

@@ -1,6 +1,10 @@
-/* Zenoh-Flow's own descriptor files (tests/compat/zenoh-flow/) load as
- * Zenoh-Flow loads them: flattening, configuration priorities, mapping,
- * recursion, and a clear refusal of the Zenoh built-in nodes. */
+/* Zenoh-Flow's own descriptor files (tests/compat/zenoh-flow/, 0.6) and the
+ * four examples of its examples repository (tests/compat/zenoh-flow-examples/,
+ * 0.5) load as Zenoh-Flow loads them: flattening, configuration priorities,
+ * mapping, recursion, 0.5's `flow:` and node files (`id:` + `uri:`), Python
+ * nodes named by `uri:`, node files checked on their own, 0.6's instance
+ * `id:`, link shared-memory spellings, and one clear refusal per Zenoh
+ * built-in node. */
 #include "harness.h"
 
 #include "graph/flow.h"
@@ -11,18 +15,42 @@
 
 #define ZT_ARRAY(a) (sizeof(a) / sizeof((a)[0]))
 
-static char dir[4096];
+static char dir[4096], exdir[4096];
 
-/* The source tree: $ZF_SOURCE_DIR, else where this file was compiled from. */
-static const char *corpus(void)
+/* tests/compat/<sub> in the source tree: $ZF_SOURCE_DIR, else where this
+ * file was compiled from. */
+static const char *compat(char *buf, size_t size, const char *sub)
 {
     const char *src = getenv("ZF_SOURCE_DIR");
     if (src)
-        snprintf(dir, sizeof dir, "%s/tests/compat/zenoh-flow", src);
+        snprintf(buf, size, "%s/tests/compat/%s", src, sub);
     else
-        snprintf(dir, sizeof dir, "%.*s/tests/compat/zenoh-flow",
-                 (int)(strstr(__FILE__, "/tests/unit/") - __FILE__), __FILE__);
-    return dir;
+        snprintf(buf, size, "%.*s/tests/compat/%s",
+                 (int)(strstr(__FILE__, "/tests/unit/") - __FILE__), __FILE__, sub);
+    return buf;
+}
+
+static const char *corpus(void)
+{
+    return compat(dir, sizeof dir, "zenoh-flow");
+}
+
+static const char *examples(const char *sub)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "zenoh-flow-examples/%s", sub);
+    return compat(exdir, sizeof exdir, rel);
+}
+
+/* ZT_VERBOSE=1: print what the loader said. */
+static zf_err show(zf_err rc, const zf_diag *d)
+{
+    if (getenv("ZT_VERBOSE")) {
+        char *s = zf_diag_format(d);
+        fprintf(stderr, "%s", s);
+        free(s);
+    }
+    return rc;
 }
 
 static zf_err load(const char *file, const char *const *vars, size_t n, zf_diag *d, zf_flow **f)
@@ -30,13 +58,19 @@ static zf_err load(const char *file, const char *const *vars, size_t n, zf_diag 
     char path[4200];
     snprintf(path, sizeof path, "%s/%s", corpus(), file);
     zf_flow_options opt = {.vars = vars, .n_vars = n};
-    zf_err rc = zf_flow_load(path, &opt, d, f);
-    if (getenv("ZT_VERBOSE")) {
-        char *s = zf_diag_format(d);
-        fprintf(stderr, "%s", s);
-        free(s);
-    }
-    return rc;
+    return show(zf_flow_load(path, &opt, d, f), d);
+}
+
+/* Load examples/<sub>/<file> with BASE_DIR set to examples/<base>. */
+static zf_err load_example(const char *sub, const char *file, const char *base, bool node_file,
+                           zf_diag *d, zf_flow **f)
+{
+    char path[4200], var[4300];
+    snprintf(path, sizeof path, "%s/%s", examples(sub), file);
+    snprintf(var, sizeof var, "BASE_DIR=%s", examples(base));
+    const char *vars[] = {var};
+    zf_flow_options opt = {.vars = vars, .n_vars = 1, .node_file = node_file};
+    return show(zf_flow_load(path, &opt, d, f), d);
 }
 
 static const zfi_node *node(const zf_flow *f, const char *id)
@@ -292,6 +326,386 @@ ZT_CASE(legacy_uri_node_file)
     zf_diag_free(d);
 }
 
+/* ---- Zenoh-Flow 0.5: the examples repository ---- */
+
+ZT_CASE(montblanc_flattens_to_20_nodes_and_36_links)
+{
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = NULL;
+    ZT_OK(load_example("montblanc", "montblanc.yml", "montblanc", false, d, &f));
+    ZT_EQ(zf_diag_count(d), 0);
+    ZT_STREQ(zf_flow_name(f), "Montblanc"); /* 0.5's `flow:` */
+    /* What Zenoh-Flow computes: no composite, so the ids are the entries'
+     * (sources, operators, sinks) and the links are the file's 36. */
+    static const char *const ids[] = {
+        "Cordoba", "Portsmouth", "Freeport",  "Madelin",   "Delhi",      "Hebron",   "Kingston",
+        "Lyon",    "Hamburg",    "Taipei",    "Osaka",     "Tripoli",    "Mandalay", "Ponce",
+        "Geneva",  "Monaco",     "Rotterdam", "Barcelona", "Georgetown", "Arequipa"};
+    ZT_EQ(f->n_nodes, 20);
+    for (size_t i = 0; i < ZT_ARRAY(ids); i++)
+        ZT_STREQ(f->nodes[i].id, ids[i]);
+    static const char *const links[][4] = {{"Cordoba", "Amazon", "Lyon", "Amazon"},
+                                           {"Portsmouth", "Danube", "Hamburg", "Danube"},
+                                           {"Freeport", "Ganges", "Hamburg", "Ganges"},
+                                           {"Madelin", "Nile", "Hamburg", "Nile"},
+                                           {"Lyon", "Tigris", "Hamburg", "Tigris"},
+                                           {"Delhi", "Columbia", "Taipei", "Columbia"},
+                                           {"Delhi", "Columbia", "Osaka", "Columbia"},
+                                           {"Taipei", "Colorado", "Osaka", "Colorado"},
+                                           {"Hamburg", "Parana", "Osaka", "Parana"},
+                                           {"Osaka", "Godavari", "Tripoli", "Godavari"},
+                                           {"Delhi", "Columbia", "Tripoli", "Columbia"},
+                                           {"Portsmouth", "Danube", "Mandalay", "Danube"},
+                                           {"Osaka", "Salween", "Mandalay", "Salween"},
+                                           {"Hebron", "Chenab", "Mandalay", "Chenab"},
+                                           {"Osaka", "Godavari", "Mandalay", "Godavari"},
+                                           {"Tripoli", "Loire", "Mandalay", "Loire"},
+                                           {"Kingston", "Yamuna", "Mandalay", "Yamuna"},
+                                           {"Portsmouth", "Danube", "Ponce", "Danube"},
+                                           {"Mandalay", "Brazos", "Ponce", "Brazos"},
+                                           {"Mandalay", "Tagus", "Ponce", "Tagus"},
+                                           {"Mandalay", "Missouri", "Ponce", "Missouri"},
+                                           {"Tripoli", "Loire", "Ponce", "Loire"},
+                                           {"Kingston", "Yamuna", "Ponce", "Yamuna"},
+                                           {"Osaka", "Godavari", "Ponce", "Godavari"},
+                                           {"Ponce", "Congo", "Geneva", "Congo"},
+                                           {"Portsmouth", "Danube", "Geneva", "Danube"},
+                                           {"Hamburg", "Parana", "Geneva", "Parana"},
+                                           {"Mandalay", "Tagus", "Geneva", "Tagus"},
+                                           {"Geneva", "Arkansas", "Arequipa", "Arkansas"},
+                                           {"Ponce", "Congo", "Monaco", "Congo"},
+                                           {"Ponce", "Mekong", "Rotterdam", "Mekong"},
+                                           {"Ponce", "Mekong", "Barcelona", "Mekong"},
+                                           {"Rotterdam", "Murray", "Georgetown", "Murray"},
+                                           {"Barcelona", "Lena", "Georgetown", "Lena"},
+                                           {"Monaco", "Ohio", "Ponce", "Ohio"},
+                                           {"Georgetown", "Volga", "Ponce", "Volga"}};
+    ZT_EQ(f->n_links, 36);
+    for (size_t i = 0; i < ZT_ARRAY(links); i++)
+        ZT_CHECK(has_link(f, links[i][0], links[i][1], links[i][2], links[i][3]));
+    /* node files: 0.5's `uri` is the library, its `id` the file's */
+    ZT_STREQ(node(f, "Hamburg")->library,
+             "/home/ato/Workspace/zenoh-flow-examples/montblanc/target/debug/libhamburg.so");
+    ZT_EQ(node(f, "Hamburg")->n_inputs, 4);
+    ZT_EQ(node(f, "Ponce")->kind, ZF_OPERATOR);
+    /* the libraries are not here: checking them names each one missing */
+    zf_diag *l = zf_diag_new();
+    ZT_EQ(zf_flow_check_libraries(f, l), ZF_ENOTFOUND);
+    ZT_EQ(zf_diag_count(l), 20);
+    for (size_t i = 0; i < zf_diag_count(l); i++)
+        ZT_CONTAINS(zf_diag_get(l, i)->message, "does not exist");
+    ZT_CONTAINS(zf_diag_get(l, 0)->message, "libcordoba.so");
+    zf_diag_free(l);
+    zf_flow_free(f);
+    zf_diag_free(d);
+}
+
+/* The flows fed by Zenoh's built-in nodes: one error per built-in, naming
+ * the node and its key expressions, and nothing else (no cascade from the
+ * links to them; the Python node files load). */
+static void builtin_only(const char *sub, const char *file, const char *base,
+                         const char *const *nodes, size_t n, const char *keyexpr)
+{
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = NULL;
+    ZT_EQ(load_example(sub, file, base, false, d, &f), ZF_EINVAL);
+    ZT_CHECK(f == NULL);
+    ZT_EQ(zf_diag_count(d), n);
+    for (size_t i = 0; i < n && i < zf_diag_count(d); i++) {
+        const zf_diag_entry *e = zf_diag_get(d, i);
+        char quoted[128];
+        snprintf(quoted, sizeof quoted, "node '%s'", nodes[i]);
+        ZT_CONTAINS(e->message, quoted);
+        ZT_CONTAINS(e->message, "builtin://zenoh");
+        ZT_CONTAINS(e->message, "zflow has no Zenoh");
+        ZT_CONTAINS(e->field, ".descriptor");
+        ZT_STREQ(base_of(e->file), file);
+    }
+    if (zf_diag_count(d))
+        ZT_CONTAINS(zf_diag_get(d, 0)->message, keyexpr);
+    zf_diag_free(d);
+}
+
+ZT_CASE(getting_started_05_refuses_only_its_zenoh_nodes)
+{
+    static const char *const nodes[] = {"zenoh-sub", "zenoh-writer"};
+    builtin_only("getting-started", "data-flow.yaml", "getting-started", nodes, 2,
+                 "output 'out' <- zf/getting-started/hello");
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = NULL;
+    ZT_EQ(load_example("getting-started", "data-flow.yaml", "getting-started", false, d, &f),
+          ZF_EINVAL);
+    ZT_EQ(zf_diag_get(d, 0)->line, 11);
+    ZT_EQ(zf_diag_get(d, 0)->col, 17);
+    ZT_EQ(zf_diag_get(d, 1)->line, 27);
+    ZT_CONTAINS(zf_diag_get(d, 1)->message, "input 'in' -> zf/getting-started/greeting");
+    zf_diag_free(d);
+}
+
+ZT_CASE(period_miss_detector_and_transcoding_refuse_only_their_zenoh_nodes)
+{
+    static const char *const pmd[] = {"zenoh-sub"};
+    /* its flow's BASE_DIR is the nodes folder (its node files' is one up) */
+    builtin_only("period-miss-detector", "data-flow.yaml", "period-miss-detector/nodes", pmd, 1,
+                 "zf/period-miss-detector");
+    static const char *const tr[] = {"ZenohSrc", "ZenohSink"};
+    builtin_only("transcoding", "dataflow.yml", "transcoding", tr, 2,
+                 "output 'proto' <- data/proto");
+}
+
+ZT_CASE(python_node_files_run_on_the_python_host)
+{
+    /* getting-started's Python node files, the built-ins replaced by a
+     * library source and sink: `uri: ...py` is a Python node */
+    char flow[2048];
+    snprintf(flow, sizeof flow,
+             "flow: getting-started\n"
+             "vars: {BASE_DIR: /nowhere}\n"
+             "sources:\n"
+             "  - {id: src, library: libsrc.so, outputs: [out]}\n"
+             "operators:\n"
+             "  - id: greetings-maker\n"
+             "    descriptor: \"file://{{ BASE_DIR }}/nodes/python/greetings-maker/"
+             "greetings-maker.yaml\"\n"
+             "sinks:\n"
+             "  - id: file-writer\n"
+             "    descriptor: \"file://{{ BASE_DIR }}/nodes/python/file-writer/file-writer.yaml\"\n"
+             "links:\n"
+             "  - {from: {node: src, output: out}, to: {node: greetings-maker, input: name}}\n"
+             "  - {from: {node: greetings-maker, output: greeting}, to: {node: file-writer, "
+             "input: in}}\n");
+    char var[4300];
+    snprintf(var, sizeof var, "BASE_DIR=%s", examples("getting-started"));
+    const char *vars[] = {var};
+    zf_flow_options opt = {.vars = vars, .n_vars = 1};
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = NULL;
+    ZT_OK(zf_flow_load_string(flow, strlen(flow), "gs.yaml", examples(""), &opt, d, &f));
+    const zfi_node *gm = node(f, "greetings-maker");
+    ZT_CHECK(gm && gm->library == NULL && gm->python != NULL);
+    char want[4400];
+    snprintf(want, sizeof want, "%s/nodes/python/greetings-maker/greetings-maker.py",
+             examples("getting-started"));
+    ZT_STREQ(gm->python, want);
+    ZT_CHECK(node(f, "file-writer")->python != NULL);
+    ZT_CHECK(node(f, "src")->python == NULL);
+    zf_flow_free(f);
+    zf_diag_free(d);
+}
+
+ZT_CASE(a_node_file_is_checked_as_a_node)
+{
+    static const struct {
+        const char *file, *id;
+        zf_node_kind kind;
+        size_t ins, outs;
+    } cases[] = {{"hamburg/hamburg.yml", "Hamburg", ZF_OPERATOR, 4, 1},
+                 {"cordoba/cordoba.yml", "Cordoba", ZF_SOURCE, 0, 1},
+                 {"arequipa/arequipa.yml", "Arequipa", ZF_SINK, 1, 0}};
+    for (size_t i = 0; i < ZT_ARRAY(cases); i++) {
+        zf_diag *d = zf_diag_new();
+        zf_flow *f = NULL;
+        ZT_OK(load_example("montblanc", cases[i].file, "montblanc", true, d, &f));
+        ZT_EQ(zf_diag_count(d), 0);
+        ZT_CHECK(zf_flow_is_node_file(f));
+        ZT_STREQ(zf_flow_name(f), cases[i].id);
+        ZT_EQ(f->n_nodes, 1);
+        ZT_STREQ(f->nodes[0].id, cases[i].id);
+        ZT_EQ(f->nodes[0].kind, cases[i].kind);
+        ZT_EQ(f->nodes[0].n_inputs, cases[i].ins);
+        ZT_EQ(f->nodes[0].n_outputs, cases[i].outs);
+        ZT_EQ(f->n_links, 0);
+        zf_flow_free(f);
+        zf_diag_free(d);
+    }
+    /* a composite operator file: its nodes and links */
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = NULL;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/operator-composite.yml", corpus());
+    char base[4300];
+    snprintf(base, sizeof base, "BASE_DIR=%s", corpus());
+    const char *vars[] = {base, "SCHEME=file://"};
+    zf_flow_options opt = {.vars = vars, .n_vars = 2, .node_file = true};
+    ZT_OK(zf_flow_load(path, &opt, d, &f));
+    ZT_EQ(zf_diag_count(d), 0);
+    ZT_EQ(f->n_nodes, 4);
+    ZT_STREQ(f->nodes[0].id, "operator-composite>sub-operator-1");
+    ZT_EQ(f->n_links, 3);
+    zf_flow_free(f);
+    zf_diag_free(d);
+
+    /* given as a flow: one error that says what it is */
+    d = zf_diag_new();
+    ZT_EQ(load_example("montblanc", "hamburg/hamburg.yml", "montblanc", false, d, &f), ZF_EINVAL);
+    ZT_EQ(zf_diag_count(d), 1);
+    ZT_CONTAINS(zf_diag_get(d, 0)->message, "this is a node file");
+    ZT_EQ(zf_diag_get(d, 0)->line, 1);
+    zf_diag_free(d);
+}
+
+/* The examples' Rust node files (what their flows would name instead of the
+ * Python ones): each loads as a node; a missing library is its only error. */
+ZT_CASE(rust_node_files_lack_only_their_libraries)
+{
+    static const struct {
+        const char *example, *file, *lib;
+    } cases[] = {
+        {"getting-started", "nodes/rust/greetings-maker/greetings-maker.yaml",
+         "libgreetings_maker.dylib"},
+        {"getting-started", "nodes/rust/file-writer/file-writer.yaml", "libfile_writer.dylib"},
+        {"period-miss-detector", "nodes/rust/period-miss-detector/period-miss-detector.yaml",
+         "libperiod_miss_detector.dylib"},
+        {"period-miss-detector", "nodes/rust/file-writer/file-writer.yaml", "libfile_writer.dylib"},
+    };
+    for (size_t i = 0; i < ZT_ARRAY(cases); i++) {
+        zf_diag *d = zf_diag_new();
+        zf_flow *f = NULL;
+        ZT_OK(load_example(cases[i].example, cases[i].file, cases[i].example, true, d, &f));
+        ZT_EQ(zf_diag_count(d), 0);
+        ZT_CHECK(f->nodes[0].library != NULL && f->nodes[0].python == NULL);
+        ZT_EQ(zf_flow_check_libraries(f, d), ZF_ENOTFOUND);
+        ZT_EQ(zf_diag_count(d), 1);
+        ZT_CONTAINS(zf_diag_get(d, 0)->message, cases[i].lib);
+        ZT_CONTAINS(zf_diag_get(d, 0)->message, "does not exist");
+        zf_flow_free(f);
+        zf_diag_free(d);
+    }
+}
+
+/* ---- Zenoh-Flow 0.6: the instance id, link spellings ---- */
+
+static zf_err load_text(const char *text, zf_diag *d, zf_flow **f)
+{
+    return show(zf_flow_load_string(text, strlen(text), "t.yaml", "/", NULL, d, f), d);
+}
+
+#define TWO_NODES                                                                                  \
+    "sources: [{id: a, library: /a.so, outputs: [o]}]\n"                                           \
+    "sinks: [{id: b, library: /b.so, inputs: [i]}]\n"
+
+ZT_CASE(top_level_id_is_the_instance_id)
+{
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = NULL;
+    ZT_OK(load_text("name: x\nid: 8C0A4D2E-1B3F-4A5C-9D6E-7F8091A2B3C4\n" TWO_NODES
+                    "links: [{from: {node: a, output: o}, to: {node: b, input: i}}]\n",
+                    d, &f));
+    ZT_STREQ(zf_flow_instance_id(f), "8c0a4d2e-1b3f-4a5c-9d6e-7f8091a2b3c4");
+    char *json = zf_flow_to_json(f);
+    ZT_CONTAINS(json, "\"id\":\"8c0a4d2e-1b3f-4a5c-9d6e-7f8091a2b3c4\",\"node_file\":false");
+    free(json);
+    zf_flow_free(f);
+    ZT_OK(load_text("name: x\n" TWO_NODES
+                    "links: [{from: {node: a, output: o}, to: {node: b, input: i}}]\n",
+                    d, &f));
+    ZT_CHECK(zf_flow_instance_id(f) == NULL);
+    zf_flow_free(f);
+    zf_diag_free(d);
+
+    d = zf_diag_new();
+    ZT_EQ(load_text("name: x\nid: camera-1\n" TWO_NODES
+                    "links: [{from: {node: a, output: o}, to: {node: b, input: i}}]\n",
+                    d, &f),
+          ZF_EINVAL);
+    ZT_EQ(zf_diag_count(d), 1);
+    const zf_diag_entry *e = zf_diag_get(d, 0);
+    ZT_STREQ(e->field, "id");
+    ZT_EQ(e->line, 2);
+    ZT_EQ(e->col, 5);
+    ZT_CONTAINS(e->message, "'camera-1' is not an instance id: expected a UUID");
+    zf_diag_free(d);
+
+    d = zf_diag_new();
+    ZT_EQ(load_text("name: x\nflow: y\nid: 8c0a4d2e-1b3f-4a5c-9d6e-7f8091a2b3c4\n"
+                    "uuid: 8c0a4d2e-1b3f-4a5c-9d6e-7f8091a2b3c4\n" TWO_NODES
+                    "links: [{from: {node: a, output: o}, to: {node: b, input: i}}]\n",
+                    d, &f),
+          ZF_EINVAL);
+    ZT_EQ(zf_diag_count(d), 2);
+    ZT_CHECK(find_entry(d, "flow", "two spellings") != NULL);
+    ZT_CHECK(find_entry(d, "uuid", "two spellings") != NULL);
+    zf_diag_free(d);
+}
+
+ZT_CASE(link_shared_memory_spellings)
+{
+    static const char *const keys[] = {"shm", "shared-memory", "shared_memory"};
+    for (size_t i = 0; i < ZT_ARRAY(keys); i++) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "name: x\n" TWO_NODES "links:\n"
+                 "  - from: {node: a, output: o}\n"
+                 "    to: {node: b, input: i}\n"
+                 "    %s: {number_elements: 10, element_size: 4096}\n",
+                 keys[i]);
+        zf_diag *d = zf_diag_new();
+        zf_flow *f = NULL;
+        ZT_OK(load_text(text, d, &f));
+        ZT_EQ(f->n_links, 1);
+        zf_flow_free(f);
+        zf_diag_free(d);
+    }
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = NULL;
+    ZT_EQ(load_text("name: x\n" TWO_NODES "links:\n"
+                    "  - from: {node: a, output: o}\n"
+                    "    to: {node: b, input: i}\n"
+                    "    shm: true\n"
+                    "    shared-memory: [1]\n",
+                    d, &f),
+          ZF_EINVAL);
+    ZT_EQ(zf_diag_count(d), 1);
+    const zf_diag_entry *e = zf_diag_get(d, 0);
+    ZT_STREQ(e->field, "links[0].shared-memory");
+    ZT_EQ(e->line, 8);
+    ZT_CONTAINS(e->message, "two spellings");
+    zf_diag_free(d);
+    d = zf_diag_new();
+    ZT_EQ(load_text("name: x\n" TWO_NODES "links:\n"
+                    "  - from: {node: a, output: o}\n"
+                    "    to: {node: b, input: i}\n"
+                    "    shm: [1]\n",
+                    d, &f),
+          ZF_EINVAL);
+    ZT_CHECK(find_entry(d, "links[0].shm", "expected a map of Zenoh shared-memory settings") !=
+             NULL);
+    zf_diag_free(d);
+}
+
+ZT_CASE(unknown_builtin_is_named)
+{
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = NULL;
+    ZT_EQ(load_text("name: x\nsources: [{id: a, descriptor: \"builtin://mqtt\"}]\n"
+                    "sinks: [{id: b, library: /b.so, inputs: [i]}]\n"
+                    "links: [{from: {node: a, output: o}, to: {node: b, input: i}}]\n",
+                    d, &f),
+          ZF_EINVAL);
+    ZT_EQ(zf_diag_count(d), 1);
+    ZT_STREQ(zf_diag_get(d, 0)->field, "sources[0].descriptor");
+    ZT_CONTAINS(zf_diag_get(d, 0)->message, "unknown built-in node 'builtin://mqtt'");
+    zf_diag_free(d);
+    d = zf_diag_new();
+    ZT_EQ(load_text("name: x\n" TWO_NODES "operators: [{id: op, descriptor: builtin://zenoh}]\n"
+                    "links: [{from: {node: a, output: o}, to: {node: op, input: i}},\n"
+                    "        {from: {node: op, output: o}, to: {node: b, input: i}}]\n",
+                    d, &f),
+          ZF_EINVAL);
+    ZT_EQ(zf_diag_count(d), 1);
+    ZT_STREQ(zf_diag_get(d, 0)->field, "operators[0].descriptor");
+    ZT_CONTAINS(zf_diag_get(d, 0)->message, "not an operator");
+    zf_diag_free(d);
+}
+
 ZT_MAIN(ZT_ENTRY(data_flow_flattens), ZT_ENTRY(data_flow_needs_its_vars),
         ZT_ENTRY(recursion_is_refused), ZT_ENTRY(duplicate_composite_is_no_recursion),
-        ZT_ENTRY(getting_started_refuses_zenoh_nodes), ZT_ENTRY(legacy_uri_node_file))
+        ZT_ENTRY(getting_started_refuses_zenoh_nodes), ZT_ENTRY(legacy_uri_node_file),
+        ZT_ENTRY(montblanc_flattens_to_20_nodes_and_36_links),
+        ZT_ENTRY(getting_started_05_refuses_only_its_zenoh_nodes),
+        ZT_ENTRY(period_miss_detector_and_transcoding_refuse_only_their_zenoh_nodes),
+        ZT_ENTRY(python_node_files_run_on_the_python_host),
+        ZT_ENTRY(a_node_file_is_checked_as_a_node),
+        ZT_ENTRY(rust_node_files_lack_only_their_libraries),
+        ZT_ENTRY(top_level_id_is_the_instance_id), ZT_ENTRY(link_shared_memory_spellings),
+        ZT_ENTRY(unknown_builtin_is_named))

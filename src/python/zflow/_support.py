@@ -1,7 +1,8 @@
 # The part of the `zflow` module written in Python. libzflow-python.so
 # embeds this file at build time and runs it in the module's namespace,
 # next to the C types Capsule and Context and the functions keep, writable
-# and address (module.c). See docs/python.md.
+# and address (module.c). Outside the runtime, the pure-Python package
+# (zflow/__init__.py) imports it as zflow._support. See docs/python.md.
 """zflow: nodes of a zflow dataflow, written in Python.
 
 A node script defines one class (or names it with `zflow_node = TheClass`):
@@ -129,6 +130,12 @@ def _load(path, modname, kind, code):
         raise
     try:
         explicit = getattr(module, "zflow_node", None)
+        if explicit is None and callable(getattr(module, "register", None)):
+            # A Zenoh-Flow node: register() returns its class; the zenoh_flow
+            # compatibility package runs it as a zflow node.
+            import zenoh_flow
+
+            explicit = zenoh_flow._zflow_node(module.register(), kind, name)
         if explicit is not None:
             if not callable(explicit):
                 raise TypeError(

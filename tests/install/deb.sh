@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The .deb as a user installs it: cpack -G DEB from the build tree,
+# `apt-get install ./zflow_*.deb`, then the installed files checked and used
+# (zfctl, zfd started from its systemd unit's command line, man pages,
+# pkg-config, the Python packages, the seed pipeline in C and in Python), and
+# the package purged. Root only (CI runs as root); otherwise it says so and
+# passes without installing anything.
+#   tests/install/deb.sh BUILD_DIR
+set -euo pipefail
+build=$(cd "$1" && pwd)
+if [[ $(id -u) -ne 0 ]]; then
+  echo "skip: installing a .deb needs root"
+  echo "0 passed, 0 failed"
+  exit 0
+fi
+if dpkg-query -W -f='${Status}' zflow 2>/dev/null | grep -q "install ok installed"; then
+  echo "a zflow package is installed already: not replacing it" >&2
+  exit 1
+fi
+tmp=$(mktemp -d)
+zfd_pid=
+cleanup() {
+  [[ -n "$zfd_pid" ]] && kill "$zfd_pid" 2>/dev/null || true
+  apt-get purge -y -qq -o DPkg::Lock::Timeout=120 zflow >/dev/null 2>&1 || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+export DEBIAN_FRONTEND=noninteractive
+step() { echo "== $*"; }
+
+step "cpack -G DEB"
+(cd "$tmp" && cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp" >/dev/null)
+cd "$tmp"
+ls zflow_*.deb
+step "apt-get install ./zflow_*.deb"
+apt-get install -y -qq -o DPkg::Lock::Timeout=120 ./zflow_*.deb >/dev/null
+
+step "files"
+zfctl --version
+zfd --version
+test ! -e /usr/bin/zf-bench
+man -w zfctl zfd
+test "$(pkg-config --modversion zflow)" = "$(dpkg-query -W -f='${Version}' zflow)"
+test -f /usr/lib/cmake/zflow/zflowConfig.cmake
+test -f /usr/lib/libzflow-python.so
+getent passwd zflow >/dev/null
+
+step "zfd from its unit"
+unit=/usr/lib/systemd/system/zfd.service
+if command -v systemd-analyze >/dev/null; then
+  systemd-analyze verify "$unit"
+fi
+exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
+[[ "$exec_start" == /usr/bin/zfd\ * ]]
+# its command line, with this host's name and a socket of the test's
+cmd=${exec_start//%H/$(hostname)}
+cmd=${cmd//\/run\/zflow\/zfd.sock/$tmp/zfd.sock}
+# shellcheck disable=SC2086
+$cmd 2>"$tmp/zfd.log" &
+zfd_pid=$!
+for _ in $(seq 100); do [[ -S "$tmp/zfd.sock" ]] && break; sleep 0.1; done
+zfctl --socket "$tmp/zfd.sock" runtime list | grep -q "$(hostname)"
+kill -TERM "$zfd_pid"
+wait "$zfd_pid"
+zfd_pid=
+
+step "the seed pipeline, installed"
+ex=/usr/share/zflow/examples/seed-pipeline lib=/usr/lib/zflow/examples/seed-pipeline
+zfctl run "$ex/flow.yaml" --var LIB_DIR="$lib" --var FRAME_BYTES=1MiB --duration 2s \
+  >"$tmp/run.txt" 2>&1 || { cat "$tmp/run.txt"; exit 1; }
+grep "nothing leaked" "$tmp/run.txt"
+zfctl run "$ex/flow-python.yaml" --var LIB_DIR="$lib" --var FRAME_BYTES=1MiB --duration 2s \
+  >"$tmp/runpy.txt" 2>&1 || { cat "$tmp/runpy.txt"; exit 1; }
+grep "nothing leaked" "$tmp/runpy.txt"
+
+step "Python outside the runtime"
+/usr/bin/python3 -c "import zflow.testing, zenoh_flow, zenoh_flow_python; print(zflow.__file__)"
+(cd "$ex" && PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -m unittest -q test_detect)
+echo "1 passed, 0 failed"
