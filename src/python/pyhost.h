@@ -76,7 +76,7 @@ void pyz_context_close(PyObject *ctx);
 PyObject *pyz_config_to_py(const zf_config *c);
 
 /* Helpers written in Python (module.c's embedded source), borrowed from
- * the module: _load(path, modname, kind) -> (module, factory, has_produce)
+ * the module: _load(path, modname, kind, code) -> (module, factory, has_produce)
  * and _describe(exc) -> (one_line, full_text). */
 PyObject *pyz_helper(const char *name);
 

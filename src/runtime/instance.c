@@ -432,7 +432,7 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     }
     pthread_mutex_unlock(&rt->mu);
     if (err != ZF_OK) {
-        zfi_instance_fini_nodes(inst);
+        zfi_instance_fini_nodes(inst, NULL);
         goto fail;
     }
     zfi_log(ZF_LOG_INFO, "instance", "created %s '%s' (%zu nodes, %zu links)", inst->uuid,

@@ -65,9 +65,11 @@ class Harness:
         self._seq = {}
         source = ""
         if isinstance(node, (str, _os.PathLike)):
-            source = _os.fspath(node)
+            source = _os.path.realpath(_os.fspath(node))
             modname = "zflow_node_" + _os.path.splitext(_os.path.basename(source))[0].replace("-", "_")
-            self.module, factory, _ = _support._load(source, modname, kind)
+            with open(source, "rb") as f:  # read once and run as read, as the runtime does
+                code = f.read()
+            self.module, factory, _ = _support._load(source, modname, kind, code)
         else:
             self.module, factory = None, node
         if id is None:
