@@ -412,6 +412,19 @@ static inline void after_push(zf_link *l)
 
 /* ---- push ---- */
 
+/* A capsule of len bytes is in: count it, refresh the high water, wake the
+ * consumer. */
+static inline zf_err pushed(zf_link *l, uint64_t len, bool own)
+{
+    if (own)
+        bump(&l->bytes_in, len);
+    else
+        atomic_fetch_add_explicit(&l->bytes_in_x, len, memory_order_relaxed);
+    after_put(l, own);
+    after_push(l);
+    return ZF_OK;
+}
+
 enum push_mode { PUSH_WAIT, PUSH_TRY, PUSH_NOWAIT_PARK };
 
 /* Enqueue one capsule, every case (closed, full, policies, waiting, the
@@ -488,13 +501,7 @@ static __attribute__((noinline)) zf_err push_slow(zf_link *l, zf_data **d, enum 
         zf_data_unref(c);
         return zfi_error(ZF_ENOMEM, "link: out of memory holding a burst past its ring");
     }
-    if (own)
-        bump(&l->bytes_in, len);
-    else
-        atomic_fetch_add_explicit(&l->bytes_in_x, len, memory_order_relaxed);
-    after_put(l, own);
-    after_push(l);
-    return ZF_OK;
+    return pushed(l, len, own);
 }
 
 /* The common case inline: open, no spill list, clearly under capacity, no
@@ -518,13 +525,7 @@ static inline zf_err push(zf_link *l, zf_data **d, enum push_mode mode, int64_t 
     if (ZFI_UNLIKELY(!ring_put(l, zfi_handle_of(c))))
         return push_slow(l, d, mode, timeout_ns, own, park);
     *d = NULL;
-    if (own)
-        bump(&l->bytes_in, len);
-    else
-        atomic_fetch_add_explicit(&l->bytes_in_x, len, memory_order_relaxed);
-    after_put(l, own);
-    after_push(l);
-    return ZF_OK;
+    return pushed(l, len, own);
 }
 
 zf_err zf_link_push(zf_link *l, zf_data **d, int64_t timeout_ns)

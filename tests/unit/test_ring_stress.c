@@ -234,11 +234,14 @@ static void *chaos(void *arg)
     return NULL;
 }
 
-static void run(zf_policy policy, uint32_t capacity, bool close_under_load, bool with_chaos)
+/* A fresh link of `capacity` with the hooks, and the books for n_msgs
+ * capsules from each producer. */
+static void begin(zf_policy policy, uint32_t capacity, int producers)
 {
     memset(&S, 0, sizeof S);
     zf_link_config c = {.capacity = capacity, .policy = policy};
-    ZT_OK(zf_link_create(&c, &S.l));
+    if (zf_link_create(&c, &S.l) != ZF_OK)
+        ZT_FAIL("zf_link_create: %s", zf_last_error());
     zfi_evc_init(&S.room);
     zfi_evc_init(&S.data);
     zfi_link_set_hooks(S.l, on_data, NULL, on_room, NULL);
@@ -246,7 +249,19 @@ static void run(zf_policy policy, uint32_t capacity, bool close_under_load, bool
     S.received = calloc(S.n, 1);
     S.released = calloc(S.n, 1);
     S.made = calloc(S.n, 1);
-    atomic_store(&S.producers_left, N_PRODUCERS);
+    atomic_store(&S.producers_left, producers);
+}
+
+static void end(void)
+{
+    free(S.received);
+    free(S.released);
+    free(S.made);
+}
+
+static void run(zf_policy policy, uint32_t capacity, bool close_under_load, bool with_chaos)
+{
+    begin(policy, capacity, N_PRODUCERS);
     pthread_t prod[N_PRODUCERS], cons[2], ch;
     pthread_create(&prod[P_OWN], NULL, own_producer, (void *)(uintptr_t)P_OWN);
     pthread_create(&prod[P_FOREIGN], NULL, foreign_producer, (void *)(uintptr_t)P_FOREIGN);
@@ -306,9 +321,7 @@ static void run(zf_policy policy, uint32_t capacity, bool close_under_load, bool
     printf("  %zu sent, %zu delivered, %llu dropped, high water %llu of %u, %u on_room calls\n",
            S.n, delivered, (unsigned long long)s.dropped, (unsigned long long)s.high_water,
            capacity, atomic_load(&S.room_calls));
-    free(S.received);
-    free(S.released);
-    free(S.made);
+    end();
 }
 
 static void setup(void)
@@ -363,17 +376,7 @@ ZT_CASE(park_wake_handshake_never_loses_a_wakeup)
     setup();
     int saved = n_msgs;
     n_msgs = n_msgs / 2;
-    memset(&S, 0, sizeof S);
-    zf_link_config c = {.capacity = 1, .policy = ZF_POLICY_BLOCK};
-    ZT_OK(zf_link_create(&c, &S.l));
-    zfi_evc_init(&S.room);
-    zfi_evc_init(&S.data);
-    zfi_link_set_hooks(S.l, on_data, NULL, on_room, NULL);
-    S.n = (size_t)n_msgs * N_PRODUCERS;
-    S.received = calloc(S.n, 1);
-    S.released = calloc(S.n, 1);
-    S.made = calloc(S.n, 1);
-    atomic_store(&S.producers_left, 1);
+    begin(ZF_POLICY_BLOCK, 1, 1);
     pthread_t p, cns;
     pthread_create(&p, NULL, own_producer, (void *)(uintptr_t)P_OWN);
     pthread_create(&cns, NULL, node_consumer, NULL);
@@ -386,9 +389,7 @@ ZT_CASE(park_wake_handshake_never_loses_a_wakeup)
     ZT_EQ(atomic_load(&S.delivered), n_msgs);
     ZT_CHECK(atomic_load(&S.room_calls) > 0);
     printf("  %d capsules, %u wake-ups through on_room\n", n_msgs, atomic_load(&S.room_calls));
-    free(S.received);
-    free(S.released);
-    free(S.made);
+    end();
     n_msgs = saved;
 }
 
