@@ -237,6 +237,12 @@ ZF_EXPORT unsigned zf_data_refcount(const zf_data *d);
 /** True when the caller holds the only reference. */
 ZF_EXPORT bool zf_data_is_unique(const zf_data *d);
 
+/** Capsules found written while shared, in this process: with
+ *  ZF_CHECK_SHARED=1 in the environment (a debug mode: a shared capsule's
+ *  payload is summed when it becomes shared and checked whenever one of its
+ *  references is released; each finding is logged at ERROR), else 0. */
+ZF_EXPORT uint64_t zf_debug_shared_writes(void);
+
 /** Metadata: timestamp (zf_clock_ns when first sent, unless set; 0 before) and
  *  a sequence number (set by zf_send per output port unless set). */
 ZF_EXPORT uint64_t zf_data_timestamp(const zf_data *d);
@@ -720,6 +726,9 @@ typedef struct zf_stop_report {
     uint64_t bytes_leaked;       /**< after - abandoned: held by nobody; must be 0 */
     uint64_t pool_high_water;
     uint64_t nodes_abandoned; /**< hung nodes left behind */
+    uint64_t shared_writes;   /**< with ZF_CHECK_SHARED=1 in the environment: capsules
+                                   whose bytes changed while several nodes held them
+                                   (a node wrote through zf_data_ptr); else 0 */
     int64_t drain_ns;         /**< how long the drain took */
     bool drain_timed_out;
     char holders[512]; /**< who holds leaked bytes, or abandoned nodes */

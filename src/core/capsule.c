@@ -87,11 +87,68 @@ static void free_capsule(zf_data *d)
     free(d);
 }
 
+/* ---- the shared-write check (ZF_CHECK_SHARED) ---- */
+
+_Atomic bool zfi_check_shared;
+static atomic_uint_fast64_t global_shared_writes;
+
+/* FNV-1a over the payload's 64-bit words (and the tail's bytes); | 1 so
+ * that 0 means "no sum". */
+static uint64_t payload_sum(const zf_data *d)
+{
+    const unsigned char *p = zfi_payload(d);
+    size_t n = (size_t)d->len, i = 0;
+    uint64_t h = 1469598103934665603ull;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 1099511628211ull;
+    }
+    for (; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h | 1;
+}
+
+/* Another reference to a unique capsule: remember what it holds. */
+static void check_becomes_shared(zf_data *d)
+{
+    atomic_store_explicit(&d->check, payload_sum(d), memory_order_relaxed);
+}
+
+/* A reference released while shared (before: the count before the drop). */
+static void check_release(zf_data *d, uint32_t before)
+{
+    uint64_t want = atomic_load_explicit(&d->check, memory_order_relaxed);
+    if (!want)
+        return;
+    if (payload_sum(d) != want && atomic_exchange(&d->check, 0) == want) {
+        atomic_fetch_add_explicit(&global_shared_writes, 1, memory_order_relaxed);
+        zfi_log(ZF_LOG_ERROR, "capsule",
+                "capsule %p (seq %llu, %llu bytes) was written while shared: its bytes changed "
+                "after it was sent to several receivers (a node wrote through zf_data_ptr; "
+                "use zf_data_mut, which copies a shared capsule)",
+                (void *)d, (unsigned long long)d->seq, (unsigned long long)d->len);
+        if (d->kind == ZFI_KIND_SMALL || d->kind == ZFI_KIND_LARGE)
+            zfi_pool_note_shared_write(d);
+        return;
+    }
+    if (before == 2) /* unique again: its holder may write it */
+        atomic_store_explicit(&d->check, 0, memory_order_relaxed);
+}
+
+uint64_t zf_debug_shared_writes(void)
+{
+    return atomic_load_explicit(&global_shared_writes, memory_order_relaxed);
+}
+
 /* ---- references ---- */
 
 zf_data *zf_data_ref(zf_data *d)
 {
     zfi_data_check(d, "zf_data_ref");
+    if (ZFI_UNLIKELY(atomic_load_explicit(&zfi_check_shared, memory_order_relaxed)) &&
+        atomic_load_explicit(&d->refs, memory_order_relaxed) == 1)
+        check_becomes_shared(d); /* the caller is its only holder */
     atomic_fetch_add_explicit(&d->refs, 1, memory_order_relaxed);
     zfi_held(1);
     return d;
@@ -110,6 +167,8 @@ void zf_data_unref(zf_data *d)
      * instruction on x86, and ThreadSanitizer does not model fences). */
     uint32_t before = atomic_load_explicit(&d->refs, memory_order_acquire);
     if (before != 1) {
+        if (ZFI_UNLIKELY(atomic_load_explicit(&zfi_check_shared, memory_order_relaxed)))
+            check_release(d, before);
         before = atomic_fetch_sub_explicit(&d->refs, 1, memory_order_acq_rel);
         if (ZFI_LIKELY(before > 1))
             return;

@@ -37,7 +37,7 @@ struct zf_data {
     uint64_t seq;
     uint32_t seg;           /* large: segment id within the pool */
     _Atomic uint32_t owner; /* last holder: zfi_owner_pack */
-    uint64_t reserved;
+    _Atomic uint64_t check; /* ZF_CHECK_SHARED: the payload's sum while shared, | 1; 0: none */
 };
 _Static_assert(sizeof(struct zf_data) == ZFI_HDR_SIZE, "capsule header is 64 bytes");
 
@@ -94,6 +94,19 @@ void zfi_pool_walk(zf_pool *p, void (*cb)(void *arg, const zf_data *d, size_t bl
  * the calling thread's magazine (debug builds: the pool's quarantine first),
  * counted as freed. */
 void zfi_pool_free(zf_data *d);
+/* ZF_CHECK_SHARED=1 in the environment (read when a pool is created): a
+ * capsule's payload is summed when it becomes shared and checked whenever a
+ * reference to it is released while it is still shared, so a node writing
+ * through zf_data_ptr into a capsule others read is caught (a debug mode: it
+ * reads every shared payload). */
+extern _Atomic bool zfi_check_shared;
+/* A capsule of this pool was found written while shared: count it, keep the
+ * holder it was last delivered to (its owner word). */
+void zfi_pool_note_shared_write(zf_data *d);
+/* Capsules of the pool found written while shared, and the owner word of
+ * the last one. */
+uint64_t zfi_pool_shared_writes(const zf_pool *p, uint32_t *last_owner);
+
 /* Pools alive in this process (destroyed ones count until their last
  * capsule is released). For tests of teardown. */
 size_t zfi_pool_live_count(void);

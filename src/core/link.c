@@ -35,9 +35,10 @@
  * Waiting is spin-then-park on eventcounts (core/futex.h). A producer node
  * parked on a full link raises `room_wanted`; the consumer, after a take
  * (a seq_cst compare-and-swap), reads the flag and calls on_room once the
- * link is under capacity; the producer, after raising it (seq_cst), checks
- * for room again and takes the flag back if there is: one of the two
- * always sees the other, so a wake-up cannot be lost. */
+ * link is down to half its capacity (hysteresis: the producer then has room
+ * for a burst, not for one message); the producer, after raising it
+ * (seq_cst), checks for room again and takes the flag back if there is:
+ * one of the two always sees the other, so a wake-up cannot be lost. */
 #include "core/link.h"
 
 #include "core/capsule.h"
@@ -392,13 +393,23 @@ static bool has_room(zf_link *l)
     return depth < l->capacity && !(l->max_bytes && depth && bytes_now(l) >= l->max_bytes);
 }
 
+/* Room enough to resume a parked producer node: the link half empty (in
+ * messages, and in bytes when it has a byte limit). Waking it as soon as one
+ * cell frees would run it for one message and park it again, a scheduler
+ * round trip per message when the consumer is the slower side. */
+static bool low_water(zf_link *l)
+{
+    uint64_t depth = depth_now(l);
+    return depth <= l->capacity / 2 && !(l->max_bytes && depth && bytes_now(l) > l->max_bytes / 2);
+}
+
 /* After a take (or a drop from the head): wake a waiting thread, and the
- * parked producer node once there is room. */
+ * parked producer node once the link is down to its low water. */
 static inline void after_take(zf_link *l)
 {
     zfi_evc_notify(&l->room_evc);
     if (ZFI_UNLIKELY(atomic_load_explicit(&l->room_wanted, memory_order_seq_cst)) &&
-        (has_room(l) || atomic_load(&l->breaker) || atomic_load(&l->closed)) &&
+        (low_water(l) || atomic_load(&l->breaker) || atomic_load(&l->closed)) &&
         atomic_exchange(&l->room_wanted, 0) && l->on_room)
         l->on_room(l->room_arg);
 }

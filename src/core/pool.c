@@ -119,6 +119,8 @@ struct zf_pool {
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t reserved;
     _Atomic uint64_t high_water;
     _Alignas(ZFI_CACHELINE) atomic_uint_fast64_t failures;
+    atomic_uint_fast64_t shared_writes; /* ZF_CHECK_SHARED findings */
+    _Atomic uint32_t shared_write_owner;
     atomic_uint_fast64_t bytes_mapped;
     atomic_uint_fast64_t segments;
 
@@ -943,6 +945,9 @@ zf_err zf_pool_create(const zf_pool_config *cfg, zf_pool **out)
     }
     p->arena = r;
 
+    const char *chk = getenv("ZF_CHECK_SHARED");
+    if (chk && *chk && strcmp(chk, "0") != 0)
+        atomic_store(&zfi_check_shared, true);
     pthread_mutex_lock(&table_mu);
     if (barrier_cmd < 0)
         barrier_init();
@@ -1145,6 +1150,7 @@ zf_err zf_pool_alloc(zf_pool *p, size_t len, zf_data **out)
     atomic_store_explicit(&d->refs, 1, memory_order_relaxed);
     d->len = len;
     d->ts = 0; /* stamped when first sent */
+    atomic_store_explicit(&d->check, 0, memory_order_relaxed);
     d->seq = 0;
     atomic_store_explicit(&d->owner, 0, memory_order_relaxed);
     atomic_store_explicit(&d->magic, ZFI_MAGIC_LIVE, memory_order_relaxed);
@@ -1239,6 +1245,23 @@ void zfi_pool_free(zf_data *d)
         atomic_signal_fence(memory_order_seq_cst);
     if (ZFI_UNLIKELY(atomic_load_explicit(&slots[slot].orphaned, memory_order_relaxed)))
         try_teardown(slot, gen);
+}
+
+void zfi_pool_note_shared_write(zf_data *d)
+{
+    zf_pool *p = owner_pool(d);
+    atomic_fetch_add_explicit(&p->shared_writes, 1, memory_order_relaxed);
+    atomic_store_explicit(&p->shared_write_owner,
+                          atomic_load_explicit(&d->owner, memory_order_relaxed),
+                          memory_order_relaxed);
+}
+
+uint64_t zfi_pool_shared_writes(const zf_pool *cp, uint32_t *last_owner)
+{
+    zf_pool *p = (zf_pool *)cp;
+    if (last_owner)
+        *last_owner = atomic_load_explicit(&p->shared_write_owner, memory_order_relaxed);
+    return atomic_load_explicit(&p->shared_writes, memory_order_relaxed);
 }
 
 size_t zfi_pool_live_count(void)

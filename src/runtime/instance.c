@@ -42,7 +42,7 @@ zf_err zf_runtime_create(const zf_runtime_options *opt, zf_runtime **out)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     rt->target_workers = opt && opt->workers ? opt->workers : (unsigned)(cpus > 0 ? cpus : 1);
     rt->worker_name = zfi_strdup(opt && opt->worker ? opt->worker : "local");
-    pthread_mutex_init(&rt->q_mu, NULL);
+    zfi_lock_init(&rt->q_mu);
     pthread_mutex_init(&rt->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -85,10 +85,8 @@ void zf_runtime_destroy(zf_runtime *rt)
     pthread_cond_destroy(&rt->cv);
     /* Threads stuck in abandoned nodes never touch the runtime again, but
      * they were counted under rt->mu: leave the mutexes be. */
-    if (rt->stuck_workers == 0) {
+    if (rt->stuck_workers == 0)
         pthread_mutex_destroy(&rt->mu);
-        pthread_mutex_destroy(&rt->q_mu);
-    }
     free(rt);
 }
 

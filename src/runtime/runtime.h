@@ -81,8 +81,8 @@ struct zf_node {
      * possibly with ZFI_CB_HUNG or ZFI_CB_ABANDONED set. The start time
      * names the callback, so a compare-and-swap acts on that one only. */
     _Atomic uint64_t cb_word;
-    zf_data *cb_capsule; /* the capsule the running on_input holds */
-    int tid;             /* the thread that last entered its code (abandoned-thread reports) */
+    zf_data *cb_capsule;   /* the capsule the running on_input holds */
+    int tid;               /* the thread that last entered its code (abandoned-thread reports) */
     uint64_t last_start;   /* the previous callback's cb_word (worker only) */
     uint32_t timing_tick;  /* every BUSY_SAMPLE-th callback is timed precisely */
     atomic_llong held;     /* references node code took and did not drop */
@@ -150,7 +150,7 @@ struct zf_runtime {
     unsigned target_workers;
 
     /* run queue */
-    pthread_mutex_t q_mu;
+    zfi_lock q_mu; /* the run queue (short sections: spin, then futex) */
     zf_node **q;
     size_t q_head, q_len, q_cap;
     zfi_evc q_evc;            /* idle workers sleep here */

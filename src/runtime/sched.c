@@ -41,7 +41,7 @@ _Static_assert(ZFI_MAX_PORTS + 1 < (1u << ZFI_OWNER_PORT_BITS), "a port fits the
 
 static void runq_push(zf_runtime *rt, zf_node *n)
 {
-    pthread_mutex_lock(&rt->q_mu);
+    zfi_lock_acquire(&rt->q_mu);
     if (rt->q_len == rt->q_cap) {
         size_t ncap = rt->q_cap ? rt->q_cap * 2 : 64;
         zf_node **nq = malloc(ncap * sizeof *nq);
@@ -57,21 +57,21 @@ static void runq_push(zf_runtime *rt, zf_node *n)
     rt->q[(rt->q_head + rt->q_len) % rt->q_cap] = n;
     rt->q_len++;
     atomic_store_explicit(&rt->q_count, rt->q_len, memory_order_release);
-    pthread_mutex_unlock(&rt->q_mu);
+    zfi_lock_release(&rt->q_mu);
     zfi_evc_notify_one(&rt->q_evc);
 }
 
 static zf_node *runq_try_pop(zf_runtime *rt)
 {
     zf_node *n = NULL;
-    pthread_mutex_lock(&rt->q_mu);
+    zfi_lock_acquire(&rt->q_mu);
     if (rt->q_len) {
         n = rt->q[rt->q_head];
         rt->q_head = (rt->q_head + 1) % rt->q_cap;
         rt->q_len--;
         atomic_store_explicit(&rt->q_count, rt->q_len, memory_order_release);
     }
-    pthread_mutex_unlock(&rt->q_mu);
+    zfi_lock_release(&rt->q_mu);
     return n;
 }
 

@@ -151,6 +151,24 @@ static void count_holder(void *arg, const zf_data *d, size_t block)
     }
 }
 
+/* Who an owner word names: the node a capsule was last delivered to, or
+ * the one that allocated it. */
+static void describe_owner(zfi_buf *b, zf_instance *inst, uint32_t owner)
+{
+    size_t node = zfi_owner_node(owner);
+    long port = zfi_owner_port(owner);
+    if (node == 0 || node > inst->n_nodes) {
+        zfi_buf_puts(b, "allocated outside any node");
+        return;
+    }
+    zf_node *n = inst->nodes[node - 1];
+    if (port >= 0 && (size_t)port < n->n_in)
+        zfi_buf_printf(b, "last delivered to node '%s' (input '%s')", n->desc->id,
+                       n->decl->inputs[port].name);
+    else
+        zfi_buf_printf(b, "allocated by node '%s' and never sent", n->desc->id);
+}
+
 static void describe_holders(zf_instance *inst, zf_stop_report *r)
 {
     zfi_buf b;
@@ -196,20 +214,16 @@ static void describe_holders(zf_instance *inst, zf_stop_report *r)
     }
     holders *hs = &w.hs;
     for (size_t i = 0; i < hs->n; i++) {
-        size_t node = zfi_owner_node(hs->h[i].owner);
-        long port = zfi_owner_port(hs->h[i].owner);
         zfi_buf_printf(&b, "%s%llu capsule(s), %llu bytes: ", b.len ? "; " : "",
                        (unsigned long long)hs->h[i].count, (unsigned long long)hs->h[i].bytes);
-        if (node == 0 || node > inst->n_nodes) {
-            zfi_buf_puts(&b, "allocated outside any node");
-        } else {
-            zf_node *n = inst->nodes[node - 1];
-            if (port >= 0 && (size_t)port < n->n_in)
-                zfi_buf_printf(&b, "last delivered to node '%s' (input '%s')", n->desc->id,
-                               n->decl->inputs[port].name);
-            else
-                zfi_buf_printf(&b, "allocated by node '%s' and never sent", n->desc->id);
-        }
+        describe_owner(&b, inst, hs->h[i].owner);
+    }
+    uint32_t scribbled = 0;
+    r->shared_writes = zfi_pool_shared_writes(inst->pool, &scribbled);
+    if (r->shared_writes) {
+        zfi_buf_printf(&b, "%s%llu capsule(s) written while shared (ZF_CHECK_SHARED), the last ",
+                       b.len ? "; " : "", (unsigned long long)r->shared_writes);
+        describe_owner(&b, inst, scribbled);
     }
     if (hs->other_count)
         zfi_buf_printf(&b, "; %llu more capsule(s), %llu bytes",

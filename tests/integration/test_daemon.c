@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1213,6 +1214,96 @@ ZT_CASE(zenoh_flow_spellings_and_unique_names)
     ZT_EQ(stop_daemon(), 0);
 }
 
+/* ---- issue 17, finding 14: control operations racing on shared
+ * instances (and on their pools' teardown) ---- */
+
+typedef struct chaos {
+    const char *flow_text;
+    unsigned seed;
+    int ops;
+    atomic_int *unanswered;
+} chaos;
+
+static void *chaos_client(void *arg)
+{
+    chaos *c = arg;
+    static const zf_op ops[] = {ZF_OP_DEPLOY, ZF_OP_STATUS, ZF_OP_LIST,    ZF_OP_SUSPEND,
+                                ZF_OP_RESUME, ZF_OP_START,  ZF_OP_DESTROY, ZF_OP_STATUS};
+    char libdir[700];
+    snprintf(libdir, sizeof libdir, "LIB_DIR=%s", seed_libs);
+    const char *vars[] = {libdir, "FRAME_BYTES=4KiB"};
+    for (int i = 0; i < c->ops; i++) {
+        c->seed = c->seed * 1103515245u + 12345u;
+        unsigned r = c->seed >> 8;
+        char name[16];
+        snprintf(name, sizeof name, "chaos%u", r % 4);
+        zf_request q = {.version = ZF_PROTOCOL_VERSION, .op = ops[(r >> 4) % 8], .id = name};
+        if (q.op == ZF_OP_DEPLOY)
+            q = (zf_request){.version = ZF_PROTOCOL_VERSION,
+                             .op = ZF_OP_DEPLOY,
+                             .descriptor = c->flow_text,
+                             .name = name,
+                             .vars = vars,
+                             .n_vars = 2,
+                             .start = (r >> 8) & 1};
+        zf_client *cl = NULL;
+        zf_config *resp = NULL;
+        if (zf_client_connect(sock, &cl) == ZF_OK) {
+            zf_client_call(cl, &q, &resp, 60000);
+            zf_client_close(cl);
+        }
+        if (!resp || !zf_config_get(resp, "ok"))
+            atomic_fetch_add(c->unanswered, 1);
+        zf_config_free(resp);
+    }
+    return NULL;
+}
+
+/* Eight clients deploy, start, suspend, resume, query and destroy the same
+ * four instances at random: every request answered, nothing leaked, and
+ * (under the sanitizer suites) zfd reports no race or memory error. */
+ZT_CASE(chaos_clients_on_shared_instances)
+{
+    start_daemon();
+    ZT_CHECK(socket_up());
+    static char text[65536];
+    zt_read_file(seed_flow, text, sizeof text);
+    ZT_CHECK(text[0]);
+    atomic_int unanswered = 0;
+    chaos c[8];
+    pthread_t t[8];
+    int ops = getenv("ZF_SOAK_SECONDS") ? 30 : 120; /* the sanitizer suites: fewer */
+    for (int i = 0; i < 8; i++) {
+        c[i] = (chaos){text, 7919u * (unsigned)(i + 1), ops, &unanswered};
+        pthread_create(&t[i], NULL, chaos_client, &c[i]);
+    }
+    for (int i = 0; i < 8; i++)
+        pthread_join(t[i], NULL);
+    ZT_EQ(atomic_load(&unanswered), 0);
+    for (int i = 0; i < 4; i++) { /* what is left goes with nothing leaked */
+        char name[16];
+        snprintf(name, sizeof name, "chaos%d", i);
+        zf_config *r = request(ZF_OP_DESTROY, name);
+        bool ok = false;
+        zf_config_bool(r, "ok", false, &ok);
+        if (ok) {
+            int64_t leaked = -1;
+            zf_config_int(r, "result.report.bytes_leaked", -1, &leaked);
+            ZT_EQ(leaked, 0);
+        }
+        zf_config_free(r);
+    }
+    ZT_EQ(stop_daemon(), 0);
+    size_t cap = 16u << 20;
+    char *log = malloc(cap);
+    ZT_CHECK(log);
+    zt_read_file(log_path, log, cap);
+    bool clean = !strstr(log, "ThreadSanitizer") && !strstr(log, "AddressSanitizer") &&
+                 !strstr(log, "runtime error");
+    free(log);
+    ZT_CHECK(clean);
+}
+
 ZT_MAIN(ZT_ENTRY(five_instances_listed_destroyed_suspended_resumed),
         ZT_ENTRY(library_outside_lib_path_is_refused),
         ZT_ENTRY(node_files_outside_lib_path_are_not_read),
@@ -1231,4 +1322,5 @@ ZT_MAIN(ZT_ENTRY(five_instances_listed_destroyed_suspended_resumed),
         ZT_ENTRY(init_and_fini_that_never_return_under_zfctl_run),
         ZT_ENTRY(a_node_that_exits_or_segfaults_is_named_in_the_log),
         ZT_ENTRY(sigterm_during_a_deploy_answers_it), ZT_ENTRY(fifo_library_and_ambiguous_names),
-        ZT_ENTRY(zenoh_flow_spellings_and_unique_names))
+        ZT_ENTRY(zenoh_flow_spellings_and_unique_names),
+        ZT_ENTRY(chaos_clients_on_shared_instances))

@@ -5,7 +5,9 @@
  *   fail_every: 0   return an error for every Nth capsule
  *   sleep_us: 0     busy time per capsule
  *   hang_on: 0      hang in the Nth capsule's callback...
- *   hang_ms: 0      ...for this long (0: never return) */
+ *   hang_ms: 0      ...for this long (0: never return)
+ *   scribble: false write into the capsule through zf_data_ptr, the bug
+ *                   ZF_CHECK_SHARED catches (a shared capsule's bytes change) */
 #include <zflow/zflow.h>
 
 #include <stdlib.h>
@@ -13,7 +15,7 @@
 #include <unistd.h>
 
 typedef struct relay {
-    bool mutate;
+    bool mutate, scribble;
     int64_t keep, leak, fail_every, sleep_us, hang_on, hang_ms, seen;
     zf_data **kept;
     int64_t n_kept;
@@ -26,6 +28,7 @@ static zf_err relay_init(zf_node *n, void **state)
         return ZF_ENOMEM;
     const zf_config *c = zf_node_config(n);
     zf_config_bool(c, "mutate", false, &r->mutate);
+    zf_config_bool(c, "scribble", false, &r->scribble);
     zf_config_int(c, "keep", 0, &r->keep);
     zf_config_int(c, "leak", 0, &r->leak);
     zf_config_int(c, "fail_every", 0, &r->fail_every);
@@ -56,6 +59,8 @@ static zf_err relay_on_input(void *state, zf_node *n, unsigned port, zf_data **d
         zf_node_set_error(n, "injected failure %lld", (long long)r->seen);
         return ZF_EINVAL;
     }
+    if (r->scribble && zf_data_len(*d))
+        ((unsigned char *)zf_data_ptr(*d))[0] ^= 0xff; /* wrong: zf_data_mut copies */
     if (r->n_kept < r->keep)
         r->kept[r->n_kept++] = zf_data_ref(*d);
     if (r->leak > 0) {
