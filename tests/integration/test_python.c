@@ -641,12 +641,12 @@ ZT_CASE(pinned_views_are_not_reported_as_leaks)
 
 /* ---- Zenoh-Flow Python nodes (the zenoh_flow compatibility package) ---- */
 
-/* Load a file of tests/compat/zenoh-flow-python/, start it, wait for `n`
+/* Load a file of tests/python/zenoh-flow/, start it, wait for `n`
  * callbacks of `id`, stop: every node without error, nothing leaked. */
 static zf_stop_report run_zenoh_flow(const char *file, const char *id, uint64_t n, bool *ok)
 {
     char path[1024], nodes[1024];
-    snprintf(path, sizeof path, "%s/tests/compat/zenoh-flow-python/%s", zt_source_dir(), file);
+    snprintf(path, sizeof path, "%s/tests/python/zenoh-flow/%s", zt_source_dir(), file);
     snprintf(nodes, sizeof nodes, "NODES=%s/tests/nodes", zt_build_dir());
     const char *v[] = {nodes};
     zf_flow_options opt = {.vars = v, .n_vars = 1};
@@ -685,10 +685,11 @@ ZT_CASE(zenoh_flow_python_05_examples_run_unchanged)
 {
     if (no_python())
         return;
-    /* py-pipeline.yml: source.py (a value every 0.5 s) -> operator.py ->
-     * sink.py, through `uri: file://./x.py` node files and register() */
+    /* pipeline.yml: counter_source.py (a value every 0.1 s) ->
+     * double_operator.py -> print_sink.py (which fails on an odd value),
+     * through `uri: file://./x.py` node files and register() */
     bool ok;
-    zf_stop_report r = run_zenoh_flow("0.5/py-pipeline.yml", "PyPrint", 3, &ok);
+    zf_stop_report r = run_zenoh_flow("0.5/pipeline.yml", "Printer", 3, &ok);
     ZT_CHECK(ok);
     ZT_EQ(r.bytes_leaked, 0);
     ZT_CHECK(r.releases >= 3); /* the source's bytes, pinned, each released */
@@ -699,7 +700,7 @@ ZT_CASE(zenoh_flow_python_06_sink_runs_unchanged)
     if (no_python())
         return;
     bool ok;
-    zf_stop_report r = run_zenoh_flow("0.6/zflow-flow.yaml", "python-sink", 50, &ok);
+    zf_stop_report r = run_zenoh_flow("0.6/flow.yaml", "python-sink", 50, &ok);
     ZT_CHECK(ok);
     ZT_EQ(r.bytes_leaked, 0);
 }
