@@ -144,23 +144,24 @@ class HarnessTest(unittest.TestCase):
 class ZenohFlowTest(unittest.TestCase):
     """Zenoh-Flow nodes (register()) through the harness, as the host runs them."""
 
-    EXAMPLES = os.path.join(HERE, "..", "compat", "zenoh-flow-python")
+    EXAMPLES = os.path.join(HERE, "zenoh-flow")
 
     def test_05_operator(self):
-        h = Harness(os.path.join(self.EXAMPLES, "0.5", "operator.py"), inputs=["Data"],
-                    outputs=["Data"])
+        h = Harness(os.path.join(self.EXAMPLES, "0.5", "double_operator.py"), inputs=["In"],
+                    outputs=["Out"])
         for v in (1, 300, 70000):
-            sent = h.feed("Data", v.to_bytes((v.bit_length() + 7) // 8, "big"))
-            self.assertEqual([int.from_bytes(s.data, "big") for s in sent], [v])
+            sent = h.feed("In", v.to_bytes((v.bit_length() + 7) // 8, "big"))
+            self.assertEqual([int.from_bytes(s.data, "big") for s in sent], [2 * v])
         h.close()
 
     def test_05_source_and_sink(self):
-        src = Harness(os.path.join(self.EXAMPLES, "0.5", "source.py"), outputs=["Value"],
-                      configuration={"value": 41})
+        src = Harness(os.path.join(self.EXAMPLES, "0.5", "counter_source.py"),
+                      outputs=["Count"], configuration={"start": 41, "every": 0})
         sent = src.produce()
         self.assertEqual(int.from_bytes(sent[0].data, "big"), 42)
-        sink = Harness(os.path.join(self.EXAMPLES, "0.5", "sink.py"), inputs=["Value"])
-        self.assertEqual(sink.feed("Value", sent[0].data), [])
+        sink = Harness(os.path.join(self.EXAMPLES, "0.5", "print_sink.py"), inputs=["Value"])
+        even = (84).to_bytes(1, "big")
+        self.assertEqual(sink.feed("Value", even), [])
         sink.close()
         src.close()
 
