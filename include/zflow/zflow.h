@@ -141,7 +141,8 @@ typedef struct zf_node zf_node;
 
 typedef struct zf_pool_config {
     uint64_t max_bytes;     /**< cap on bytes in use; 0 = unlimited */
-    uint64_t segment_bytes; /**< size of a small-block segment; 0 = 4 MiB */
+    uint64_t segment_bytes; /**< the first small-block segment (each next one twice as
+                                 large, up to 64 MiB); 0 = 256 KiB */
     const char *name;       /**< for logs and memfd names; may be NULL */
 } zf_pool_config;
 

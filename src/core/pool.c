@@ -54,7 +54,7 @@
 #define SMALL_MAX_BLOCK (1u << 20)    /* larger blocks get their own segment */
 #define CARVE_BYTES     (64u * 1024u) /* blocks carved per refill, at most */
 #define MAX_POOLS       ZFI_MAX_POOLS
-#define DEFAULT_SEGMENT (4u << 20)
+#define DEFAULT_SEGMENT (256u << 10) /* doubling to MAX_SEGMENT */
 #define MAX_SEGMENT     (64u << 20)
 #define DEFAULT_RESERVE (8ull << 30) /* address space, not memory */
 #define LARGE_CACHE_MIN (256ull << 20)
@@ -259,7 +259,10 @@ static int new_memfd(zf_pool *p, char tag, size_t idx, size_t size)
 /* Map one more segment at the end of the arena. Called with grow_mu held. */
 static zf_err arena_grow(zf_pool *p, size_t need)
 {
-    size_t size = p->seg_bytes << (p->n_segs < 4 ? p->n_segs : 4);
+    /* A small first segment (a started instance moving small messages maps
+     * and populates 256 KiB, not 4 MiB), each next one twice the last, up
+     * to MAX_SEGMENT. */
+    size_t size = p->seg_bytes << (p->n_segs < 8 ? p->n_segs : 8);
     if (size > MAX_SEGMENT && p->seg_bytes <= MAX_SEGMENT)
         size = MAX_SEGMENT;
     if (size < need)
