@@ -53,10 +53,6 @@ bool zfi_log_enabled(zf_log_level level);
  * writes by itself: the process is about to die. */
 _Noreturn void zfi_fatal(const char *scope, const char *fmt, ...) ZF_PRINTF(2, 3);
 
-/* CLOCK_MONOTONIC_COARSE in ns: a few ns to read, a few ms of resolution,
- * the same time base as zf_clock_ns. For bookkeeping on hot paths. */
-uint64_t zfi_clock_coarse_ns(void);
-
 /* Add to a counter that one thread writes (others only read): no locked
  * read-modify-write needed. */
 static inline void zfi_counter_add(atomic_uint_fast64_t *c, uint64_t v)

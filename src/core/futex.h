@@ -14,14 +14,12 @@
  * prepare announces the waiter (a sequentially consistent increment) and
  * the waiter re-checks with seq_cst loads; the notifier makes the condition
  * true with a seq_cst store or read-modify-write, then reads the waiter
- * count (seq_cst: no fence). It bumps the
- * sequence and wakes only when someone waits, so a notifier with nobody
- * asleep pays one load. Either the waiter's re-check sees the condition,
- * or the notifier sees the waiter and changes the sequence the waiter
- * sleeps on (FUTEX_WAIT returns at once when it differs).
- *
- * `shared` eventcounts (zfi_evc_init_shared) live in memory that several
- * processes map: their futex calls are not process-private. */
+ * count (seq_cst: no fence). It bumps the sequence and wakes only when
+ * someone waits, so a notifier with nobody asleep pays one load. Either the
+ * waiter's re-check sees the condition, or the notifier sees the waiter and
+ * changes the sequence the waiter sleeps on (FUTEX_WAIT returns at once
+ * when it differs). `shared` futex calls are for memory several processes
+ * map; everything here today is process-private. */
 #ifndef ZFI_FUTEX_H
 #define ZFI_FUTEX_H
 
@@ -40,43 +38,6 @@ static inline void zfi_cpu_relax(void)
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield" ::: "memory");
-    /* A small lock for very short critical sections (the run queue): an
-     * atomic word, a brief spin, then a futex (Drepper's "mutex2": 0 free, 1
-     * locked, 2 locked with sleepers). Cheaper than a pthread mutex under
-     * contention, where most waits end within the spin. Process-private. */
-    typedef struct zfi_lock {
-        _Atomic uint32_t v;
-    } zfi_lock;
-
-    static inline void zfi_lock_init(zfi_lock * l)
-    {
-        atomic_init(&l->v, 0);
-    }
-
-    static inline void zfi_lock_acquire(zfi_lock * l)
-    {
-        uint32_t z = 0;
-        if (atomic_compare_exchange_strong_explicit(&l->v, &z, 1, memory_order_acquire,
-                                                    memory_order_relaxed))
-            return;
-        for (int i = 0; i < 128; i++) {
-            z = 0;
-            if (atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
-                atomic_compare_exchange_weak_explicit(&l->v, &z, 1, memory_order_acquire,
-                                                      memory_order_relaxed))
-                return;
-            zfi_cpu_relax();
-        }
-        while (atomic_exchange_explicit(&l->v, 2, memory_order_acquire) != 0)
-            zfi_futex_wait(&l->v, 2, -1, false);
-    }
-
-    static inline void zfi_lock_release(zfi_lock * l)
-    {
-        if (atomic_exchange_explicit(&l->v, 0, memory_order_release) == 2)
-            zfi_futex_wake(&l->v, 1, false);
-    }
-
 #endif
 }
 
@@ -105,20 +66,12 @@ static inline void zfi_futex_wake(_Atomic uint32_t *addr, int n, bool shared)
 typedef struct zfi_evc {
     _Atomic uint32_t seq;     /* the futex word */
     _Atomic uint32_t waiters; /* threads between prepare and wait's end */
-    bool shared;
 } zfi_evc;
 
 static inline void zfi_evc_init(zfi_evc *e)
 {
     atomic_init(&e->seq, 0);
     atomic_init(&e->waiters, 0);
-    e->shared = false;
-}
-
-static inline void zfi_evc_init_shared(zfi_evc *e)
-{
-    zfi_evc_init(e);
-    e->shared = true;
 }
 
 /* Announce a waiter; returns the key to wait on. Follow with exactly one of
@@ -140,7 +93,7 @@ static inline void zfi_evc_cancel(zfi_evc *e)
 static inline void zfi_evc_wait(zfi_evc *e, uint32_t key, int64_t timeout_ns)
 {
     if (atomic_load_explicit(&e->seq, memory_order_acquire) == key)
-        zfi_futex_wait(&e->seq, key, timeout_ns, e->shared);
+        zfi_futex_wait(&e->seq, key, timeout_ns, false);
     atomic_fetch_sub_explicit(&e->waiters, 1, memory_order_relaxed);
 }
 
@@ -152,7 +105,7 @@ static inline void zfi_evc_notify(zfi_evc *e)
 {
     if (atomic_load_explicit(&e->waiters, memory_order_seq_cst)) {
         atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
-        zfi_futex_wake(&e->seq, INT_MAX, e->shared);
+        zfi_futex_wake(&e->seq, INT_MAX, false);
     }
 }
 
@@ -162,7 +115,7 @@ static inline void zfi_evc_notify_one(zfi_evc *e)
 {
     if (atomic_load_explicit(&e->waiters, memory_order_seq_cst)) {
         atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
-        zfi_futex_wake(&e->seq, 1, e->shared);
+        zfi_futex_wake(&e->seq, 1, false);
     }
 }
 
