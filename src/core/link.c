@@ -696,6 +696,11 @@ void zf_link_stats_get(const zf_link *cl, zf_link_stats *out)
     out->blocked_ns = atomic_load(&l->blocked_ns);
 }
 
+bool zfi_link_drained(zf_link *l)
+{
+    return atomic_load(&l->closed) && !zfi_link_ready(l);
+}
+
 bool zfi_link_has_room(zf_link *l)
 {
     return l->policy != ZF_POLICY_BLOCK || atomic_load(&l->breaker) || has_room(l);

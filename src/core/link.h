@@ -29,6 +29,8 @@ zf_data *zfi_link_take(zf_link *l, bool *eos);
 
 /* True when a capsule waits at the head (lock-free; for the consumer). */
 bool zfi_link_ready(zf_link *l);
+/* True when closed and empty. */
+bool zfi_link_drained(zf_link *l);
 /* True while the link is under capacity (or never parks: drop policies,
  * breaker open). */
 bool zfi_link_has_room(zf_link *l);
