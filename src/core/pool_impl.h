@@ -125,12 +125,17 @@ struct zf_pool {
 
 /* ---- helpers ---- */
 
+/* The page size, read once; threads racing the first read all store
+ * the same value, through a relaxed atomic so the race is not one. */
 static inline size_t page_size(void)
 {
     static size_t ps;
-    if (!ps)
-        ps = (size_t)sysconf(_SC_PAGESIZE);
-    return ps;
+    size_t v = __atomic_load_n(&ps, __ATOMIC_RELAXED);
+    if (!v) {
+        v = (size_t)sysconf(_SC_PAGESIZE);
+        __atomic_store_n(&ps, v, __ATOMIC_RELAXED);
+    }
+    return v;
 }
 
 static inline size_t round_up(size_t n, size_t to)
