@@ -228,7 +228,7 @@ uint64_t zfi_pool_live_locked(const zf_pool *p, zf_pool_stats *s)
              bf = p->gone_bytes_freed;
     for (zfi_trec *r = p->recs; r; r = r->pnext) {
         a += ld(&r->allocs);
-        f += ld(&r->frees);
+        f += atomic_load_explicit(&r->frees, memory_order_acquire);
         ba += ld(&r->bytes_alloc);
         bf += ld(&r->bytes_freed);
     }
@@ -459,7 +459,7 @@ void zfi_pool_free(zf_data *d)
     } else {
         unreserve(p, r, block);
         bump(&r->bytes_freed, block);
-        bump(&r->frees, 1);
+        bump_release(&r->frees, 1);
     }
     /* From here on the pool may be gone (if orphaned): only the table. */
     if (ZFI_UNLIKELY(atomic_load_explicit(&zfi_pool_free_fence, memory_order_relaxed)))

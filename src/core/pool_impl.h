@@ -177,6 +177,15 @@ static inline void bump(_Atomic uint64_t *c, uint64_t v)
     atomic_store_explicit(c, ld(c) + v, memory_order_relaxed);
 }
 
+/* The frees counter is a free's last write to the pool: a release store (a
+ * plain store on x86 and no fence elsewhere beyond the ordering), so the
+ * thread that reads it with acquire and finds the pool empty may tear it
+ * down after every access of that free. */
+static inline void bump_release(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_store_explicit(c, ld(c) + v, memory_order_release);
+}
+
 /* ---- lock-free stacks of 32-bit ids (ABA-safe: a tag beside the id) ---- */
 
 /* Pop: the id, or UINT32_MAX when empty. Reading the link of an entry that
