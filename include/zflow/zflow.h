@@ -41,10 +41,7 @@ extern "C" {
 #define ZF_PRINTF(f, a)
 #endif
 
-#define ZF_VERSION_MAJOR  0
-#define ZF_VERSION_MINOR  1
-#define ZF_VERSION_PATCH  0
-#define ZF_VERSION_STRING "0.1.0"
+#include <zflow/version.h> /* ZF_VERSION_MAJOR, _MINOR, _PATCH, ZF_VERSION_STRING */
 
 /** The node ABI version. A node library built against another version is
  *  refused by the loader with ZF_EABI. */
