@@ -49,20 +49,20 @@ static void parse(int argc, char **argv, daemon_args *a)
 {
     a->cmd = argv[0];
     for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
+        const char *s = argv[i], *v = NULL;
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
             help(a->cmd);
             exit(EXIT_OK);
-        } else if (!strncmp(s, "--socket", 8)) {
-            a->socket = args_value(argc, argv, &i, a->cmd);
-        } else if (!strcmp(s, "-o") || !strncmp(s, "--output", 8)) {
-            const char *v = args_value(argc, argv, &i, a->cmd);
+        } else if (args_opt(argc, argv, &i, "--socket", a->cmd, &v)) {
+            a->socket = v;
+        } else if (args_opt(argc, argv, &i, "-o", a->cmd, &v) ||
+                   args_opt(argc, argv, &i, "--output", a->cmd, &v)) {
             if (strcmp(v, "json") && strcmp(v, "table"))
                 usage_error(a->cmd, "-o takes json or table");
             a->json = !strcmp(v, "json");
         } else if (!strcmp(a->cmd, "deploy") && args_var(argc, argv, &i, &a->fa)) {
-        } else if (!strcmp(a->cmd, "deploy") && !strncmp(s, "--name", 6)) {
-            a->name = args_value(argc, argv, &i, a->cmd);
+        } else if (!strcmp(a->cmd, "deploy") && args_opt(argc, argv, &i, "--name", a->cmd, &v)) {
+            a->name = v;
         } else if (!strcmp(a->cmd, "deploy") && !strcmp(s, "--no-start")) {
             a->no_start = true;
         } else if (s[0] == '-') {

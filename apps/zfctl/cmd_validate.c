@@ -135,9 +135,10 @@ int cmd_graph(int argc, char **argv)
             graph_help();
             return EXIT_OK;
         } else if (args_var(argc, argv, &i, &fa)) {
-        } else if (!strncmp(s, "--svg", 5) || !strncmp(s, "--png", 5)) {
-            fmt = s[3] == 'v' ? "-Tsvg" : "-Tpng";
-            out = args_value(argc, argv, &i, "graph");
+        } else if (args_opt(argc, argv, &i, "--svg", "graph", &out)) {
+            fmt = "-Tsvg";
+        } else if (args_opt(argc, argv, &i, "--png", "graph", &out)) {
+            fmt = "-Tpng";
         } else if (s[0] == '-') {
             usage_error("graph", "unknown option '%s'", s);
         } else if (!fa.path) {

@@ -16,15 +16,20 @@ _Noreturn void usage_error(const char *cmd, const char *fmt, ...)
     exit(EXIT_USAGE);
 }
 
-const char *args_value(int argc, char **argv, int *i, const char *cmd)
+bool args_opt(int argc, char **argv, int *i, const char *name, const char *cmd, const char **value)
 {
     const char *a = argv[*i];
-    const char *eq = strchr(a, '=');
-    if (a[0] == '-' && a[1] == '-' && eq)
-        return eq + 1;
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0 || (a[n] != '\0' && a[n] != '='))
+        return false;
+    if (a[n] == '=') {
+        *value = a + n + 1;
+        return true;
+    }
     if (*i + 1 >= argc)
-        usage_error(cmd, "%s needs a value", a);
-    return argv[++*i];
+        usage_error(cmd, "%s needs a value", name);
+    *value = argv[++*i];
+    return true;
 }
 
 static void add_var(flow_args *fa, const char *opt, const char *kv)
@@ -42,12 +47,12 @@ static void add_var(flow_args *fa, const char *opt, const char *kv)
 
 bool args_var(int argc, char **argv, int *i, flow_args *fa)
 {
-    const char *a = argv[*i];
-    bool one = !strcmp(a, "--var") || !strncmp(a, "--var=", 6);
-    bool list = !strcmp(a, "--vars") || !strncmp(a, "--vars=", 7);
+    const char *v = NULL;
+    bool one = args_opt(argc, argv, i, "--var", "", &v);
+    bool list = !one && args_opt(argc, argv, i, "--vars", "", &v);
     if (!one && !list)
         return false;
-    char *kv = (char *)args_value(argc, argv, i, "");
+    char *kv = (char *)v;
     if (one) {
         add_var(fa, "--var", kv);
         return true;

@@ -672,18 +672,27 @@ static char *workers(zfd_daemon *d)
     return ok(&w);
 }
 
+/* The worker's name is the operator's (--name, --config): written escaped. */
+static char *hello(zfd_daemon *d)
+{
+    jw w;
+    jw_init(&w);
+    jw_obj(&w, NULL);
+    jw_str(&w, "version", ZF_VERSION_STRING);
+    jw_int(&w, "protocol", ZF_PROTOCOL_VERSION);
+    jw_str(&w, "worker", d->name);
+    jw_int(&w, "pid", getpid());
+    jw_end_obj(&w);
+    return ok(&w);
+}
+
 char *zfd_handle(void *arg, const zf_request *req, const zf_peer *peer)
 {
     zfd_daemon *d = arg;
     (void)peer;
     switch (req->op) {
-    case ZF_OP_HELLO: {
-        char buf[256];
-        snprintf(buf, sizeof buf,
-                 "{\"version\":\"%s\",\"protocol\":%d,\"worker\":\"%s\",\"pid\":%d}",
-                 ZF_VERSION_STRING, ZF_PROTOCOL_VERSION, d->name, (int)getpid());
-        return zf_response_ok(buf);
-    }
+    case ZF_OP_HELLO:
+        return hello(d);
     case ZF_OP_DEPLOY:
         return deploy(d, req);
     case ZF_OP_LIST:

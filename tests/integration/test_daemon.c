@@ -1304,7 +1304,55 @@ ZT_CASE(chaos_clients_on_shared_instances)
     ZT_CHECK(clean);
 }
 
-ZT_MAIN(ZT_ENTRY(five_instances_listed_destroyed_suspended_resumed),
+/* Options match exactly, in both spellings ("--opt value", "--opt=value");
+ * an option that only begins like one is refused, not taken for it; the
+ * worker's name reaches HELLO's JSON escaped. */
+ZT_CASE(options_match_exactly_and_hello_escapes_the_name)
+{
+    paths();
+    struct {
+        const char *args[4];
+        const char *want;
+    } bad[] = {
+        {{"--names", "x"}, "unknown option '--names'"},
+        {{"--name=x", "--log-level", "info"}, "unknown option '--log-level'"},
+        {{"--name=x", "--workers=2x"}, "--workers takes a number from 1 to 256, got '2x'"},
+        {{"--name=x", "--max-instances", "0"}, "--max-instances takes a number"},
+        {{"--name=x", "--allow-descriptor-dir=yes"}, "unknown option '--allow-descriptor-dir=yes'"},
+        {{"--name=x", "--socket"}, "--socket needs a value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *argv[8] = {zfd_bin};
+        int n = 1;
+        for (int k = 0; k < 4 && bad[i].args[k]; k++)
+            argv[n++] = (char *)bad[i].args[k];
+        char *out = NULL;
+        ZT_EQ(zt_exec(argv, &out, 60), 2);
+        ZT_CONTAINS(out, bad[i].want);
+        free(out);
+    }
+    /* "--name=" and "--socket=" work (start_daemon_with adds its own --name
+     * first: the later one wins, as with any repeated option). */
+    const char *name = "edge \"1\"\\x";
+    char name_opt[64], sock_opt[600];
+    snprintf(name_opt, sizeof name_opt, "--name=%s", name);
+    snprintf(sock_opt, sizeof sock_opt, "--socket=%s", sock);
+    const char *args[] = {name_opt, sock_opt, NULL};
+    start_daemon_with(args, false);
+    ZT_CHECK(socket_up());
+    zf_config *r = request(ZF_OP_HELLO, NULL);
+    const char *worker = NULL;
+    int64_t pid = 0;
+    ZT_EQ(zf_config_string(r, "result.worker", NULL, &worker), ZF_OK);
+    ZT_STREQ(worker, name);
+    ZT_EQ(zf_config_int(r, "result.pid", 0, &pid), ZF_OK);
+    ZT_EQ(pid, daemon_pid);
+    zf_config_free(r);
+    ZT_EQ(stop_daemon(), 0);
+}
+
+ZT_MAIN(ZT_ENTRY(options_match_exactly_and_hello_escapes_the_name),
+        ZT_ENTRY(five_instances_listed_destroyed_suspended_resumed),
         ZT_ENTRY(library_outside_lib_path_is_refused),
         ZT_ENTRY(node_files_outside_lib_path_are_not_read),
         ZT_ENTRY(invalid_descriptor_is_reported_with_its_place),
