@@ -83,6 +83,13 @@ ZF_EXPORT const char *zf_errname(zf_err err);
  *  call on this thread. */
 ZF_EXPORT const char *zf_last_error(void);
 
+/** Free a string (or other memory) the library returned for the caller to
+ *  own: zf_json_writer_finish, zf_config_to_json, zf_flow_to_json,
+ *  zf_flow_to_dot, zf_diag_format, zf_request_to_json, zf_response_ok,
+ *  zf_response_error and the strings of zf_instance_ids. NULL is a no-op.
+ *  (It is free(): both work, zf_free says whose memory it is.) */
+ZF_EXPORT void zf_free(void *p);
+
 /* ------------------------------------------------------------------ */
 /* Logging and clock                                                   */
 /* ------------------------------------------------------------------ */
@@ -367,19 +374,10 @@ ZF_EXPORT zf_err zf_config_int(const zf_config *c, const char *key, int64_t def,
 ZF_EXPORT zf_err zf_config_float(const zf_config *c, const char *key, double def, double *out);
 ZF_EXPORT zf_err zf_config_bool(const zf_config *c, const char *key, bool def, bool *out);
 
-/** Parse JSON text into a tree (objects are maps, arrays sequences). On
- *  ZF_OK the caller owns *out (zf_config_free). On ZF_EPARSE err says where
- *  and what (errlen bytes; err may be NULL). Depth is limited to 64. */
-ZF_EXPORT zf_err zf_json_parse(const char *text, size_t len, zf_config **out, char *err,
-                               size_t errlen);
-
 /** Parse YAML text (one document) into a tree; problems go to diag (may be
  *  NULL), named `name`. On ZF_OK the caller owns *out (zf_config_free). */
 ZF_EXPORT zf_err zf_yaml_parse(const char *text, size_t len, const char *name, zf_config **out,
                                zf_diag *diag);
-
-/** The tree as JSON text; the caller frees it. NULL on allocation failure. */
-ZF_EXPORT char *zf_config_to_json(const zf_config *c);
 
 /** Free a tree returned by zf_json_parse / zf_yaml_parse. NULL is a no-op. */
 ZF_EXPORT void zf_config_free(zf_config *c);
@@ -908,5 +906,8 @@ ZF_EXPORT bool zf_server_stop(zf_server *s);
 #ifdef __cplusplus
 }
 #endif
+
+/* The headers by concept, each usable on its own after this one. */
+#include <zflow/json.h> /* the JSON writer and parser */
 
 #endif /* ZFLOW_H */

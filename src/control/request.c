@@ -210,44 +210,46 @@ zf_err zf_request_decode(const char *text, size_t len, zf_request **out, char *e
     return ZF_OK;
 }
 
-static void json_field(zfi_buf *b, const char *key, const char *val)
+/* An optional string member: absent when NULL. */
+static void optional(zf_json_writer *w, const char *key, const char *val)
 {
-    if (!val)
-        return;
-    zfi_buf_printf(b, ",\"%s\":", key);
-    zfi_buf_json_str(b, val);
+    if (val)
+        zf_json_put_string(w, key, val);
 }
 
 char *zf_request_encode(const zf_request *r)
 {
     if (!r || !zf_op_name(r->op))
         return NULL;
-    zfi_buf b;
-    zfi_buf_init(&b);
-    zfi_buf_printf(&b, "{\"v\":%d,\"op\":\"%s\"", ZF_PROTOCOL_VERSION, zf_op_name(r->op));
-    json_field(&b, "id", r->id);
-    json_field(&b, "descriptor", r->descriptor);
-    json_field(&b, "path", r->path);
-    json_field(&b, "name", r->name);
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_put_int(w, "v", ZF_PROTOCOL_VERSION);
+    zf_json_put_string(w, "op", zf_op_name(r->op));
+    optional(w, "id", r->id);
+    optional(w, "descriptor", r->descriptor);
+    optional(w, "path", r->path);
+    optional(w, "name", r->name);
     if (r->n_vars) {
-        zfi_buf_puts(&b, ",\"vars\":[");
-        for (size_t i = 0; i < r->n_vars; i++) {
-            if (i)
-                zfi_buf_puts(&b, ",");
-            zfi_buf_json_str(&b, r->vars[i]);
-        }
-        zfi_buf_puts(&b, "]");
+        zf_json_open_array(w, "vars");
+        for (size_t i = 0; i < r->n_vars; i++)
+            zf_json_put_string(w, NULL, r->vars[i]);
+        zf_json_close(w);
     }
     if (r->op == ZF_OP_DEPLOY)
-        zfi_buf_printf(&b, ",\"start\":%s", r->start ? "true" : "false");
-    zfi_buf_puts(&b, "}");
-    return zfi_buf_steal(&b);
+        zf_json_put_bool(w, "start", r->start);
+    zf_json_close(w);
+    return zf_json_writer_finish(w);
 }
 
 char *zf_response_ok(const char *result_json)
 {
-    return zfi_asprintf("{\"v\":%d,\"ok\":true,\"result\":%s}", ZF_PROTOCOL_VERSION,
-                        result_json ? result_json : "null");
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_put_int(w, "v", ZF_PROTOCOL_VERSION);
+    zf_json_put_bool(w, "ok", true);
+    zf_json_put_raw(w, "result", result_json);
+    zf_json_close(w);
+    return zf_json_writer_finish(w);
 }
 
 char *zf_response_error(zf_err code, const char *fmt, ...)
@@ -257,11 +259,14 @@ char *zf_response_error(zf_err code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    zfi_buf b;
-    zfi_buf_init(&b);
-    zfi_buf_printf(&b, "{\"v\":%d,\"ok\":false,\"error\":{\"code\":\"%s\",\"message\":",
-                   ZF_PROTOCOL_VERSION, zf_errname(code));
-    zfi_buf_json_str(&b, msg);
-    zfi_buf_puts(&b, "}}");
-    return zfi_buf_steal(&b);
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_put_int(w, "v", ZF_PROTOCOL_VERSION);
+    zf_json_put_bool(w, "ok", false);
+    zf_json_open_object(w, "error");
+    zf_json_put_string(w, "code", zf_errname(code));
+    zf_json_put_string(w, "message", msg);
+    zf_json_close(w);
+    zf_json_close(w);
+    return zf_json_writer_finish(w);
 }

@@ -84,10 +84,6 @@ void zfi_buf_append(zfi_buf *b, const char *s, size_t n);
 void zfi_buf_puts(zfi_buf *b, const char *s);
 void zfi_buf_printf(zfi_buf *b, const char *fmt, ...) ZF_PRINTF(2, 3);
 void zfi_buf_vprintf(zfi_buf *b, const char *fmt, va_list ap) ZF_PRINTF(2, 0);
-/* A JSON string literal with quotes and escapes (NULL gives null). */
-/* A JSON string literal: control characters escaped, invalid UTF-8 bytes
- * written as U+FFFD (the result is always valid JSON). */
-void zfi_buf_json_str(zfi_buf *b, const char *s);
 /* The length of the valid UTF-8 sequence at s (s[0] >= 0x80; n bytes
  * available): 2 to 4, or 0 if invalid (overlong, surrogate, past U+10FFFF,
  * truncated). */

@@ -1,7 +1,6 @@
 /* Internals of the descriptor loader (src/graph/), shared by its modules.
  *
  *   strings.c, diag.c  interned file names; the zf_diag list
- *   config.c    zf_config: YAML 1.2 scalars, clone, merge, JSON, accessors
  *   vars.c      mustache rendering with a rendered-offset -> source-position map
  *   tree.c      YAML (libyaml events) -> zf_config tree, positions, probes
  *   doc.c       one descriptor file: read its vars, render, parse
@@ -118,13 +117,6 @@ typedef struct zfi_probe {
  * duplicate keys and tags are tolerated). *out is NULL on error. */
 zf_err zfi_yaml_parse(const zfi_src *s, zf_diag *diag, zfi_probe *probes, size_t n_probes,
                       zf_config **out);
-
-/* YAML 1.2 core schema resolution of a plain scalar. */
-zf_config_kind zfi_config_resolve(const char *text, bool *b, int64_t *i, double *f);
-/* Append without looking for an existing key (the parser checked). */
-bool zfi_config_map_add(zf_config *map, const char *key, zf_config *v);
-/* Nodes in a tree and its depth (1 for a scalar). */
-size_t zfi_config_count(const zf_config *c, size_t *depth);
 
 /* ---- paths (path.c) ---- */
 
