@@ -148,9 +148,13 @@ static const zf_config *call(const daemon_args *a, zf_request *req, zf_config **
         zf_config_string(*tree, "error.code", "?", &code);
         zf_config_string(*tree, "error.message", "?", &msg);
         if (a->json) {
-            char *j = zf_config_to_json(zf_config_get(*tree, "error"));
-            printf("{\"error\":%s}\n", j ? j : "null");
-            free(j);
+            zf_json_writer *w = zf_json_writer_new();
+            zf_json_open_object(w, NULL);
+            zf_json_put_config(w, "error", zf_config_get(*tree, "error"));
+            zf_json_close(w);
+            char *j = zf_json_writer_finish(w);
+            printf("%s\n", j ? j : "{\"error\":null}");
+            zf_free(j);
         }
         fprintf(stderr, "zfctl %s: %s (%s)\n", a->cmd, msg, code);
         /* 3 is for an invalid descriptor or node library: only a deploy's */

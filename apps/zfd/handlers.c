@@ -32,7 +32,7 @@ static char *ok(zf_json_writer *w)
 {
     char *result = zf_json_writer_finish(w);
     char *resp = result ? zf_response_ok(result) : NULL;
-    free(result);
+    zf_free(result);
     return resp;
 }
 
@@ -539,10 +539,12 @@ static char *transition(entry *e, zf_op op)
     zf_err err = op == ZF_OP_SUSPEND ? zf_instance_suspend(e->inst) : zf_instance_start(e->inst);
     if (err != ZF_OK)
         return zf_response_error(err, "%s", zf_last_error());
-    char buf[160];
-    snprintf(buf, sizeof buf, "{\"uuid\":\"%s\",\"state\":\"%s\"}", e->uuid,
-             zf_instance_state_name(zf_instance_state_get(e->inst)));
-    return zf_response_ok(buf);
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_put_string(w, "uuid", e->uuid);
+    zf_json_put_string(w, "state", zf_instance_state_name(zf_instance_state_get(e->inst)));
+    zf_json_close(w);
+    return ok(w);
 }
 
 static void log_report(const char *uuid, const char *name, const zf_stop_report *r)

@@ -51,26 +51,38 @@ extern "C" {
 /* Errors                                                              */
 /* ------------------------------------------------------------------ */
 
-typedef enum zf_err {
-    ZF_OK = 0,
-    ZF_EINVAL,    /**< invalid argument or invalid input */
-    ZF_ENOMEM,    /**< out of memory, or a pool's max_bytes reached */
-    ZF_EAGAIN,    /**< would block: link full (try_send) or empty (try_pop) */
-    ZF_ETIMEDOUT, /**< a blocking call's timeout expired */
-    ZF_ECLOSED,   /**< the link, node or instance is closed / stopping */
-    ZF_ETYPE,     /**< type mismatch (ports, configuration value) */
-    ZF_ENOTFOUND, /**< no such file, node, port, instance or key */
-    ZF_EABI,      /**< not a zflow node library, or another ABI version */
-    ZF_ESYS,      /**< a system call failed (errno in zf_last_error) */
-    ZF_EPARSE,    /**< a descriptor or request could not be parsed */
-    ZF_ESTATE,    /**< the operation is not valid in the current state */
-    ZF_EBUSY,     /**< resource in use */
-    ZF_EPERM,     /**< not permitted */
-    ZF_EPROTO,    /**< control-protocol violation */
-    ZF_ENODE,     /**< a node callback reported failure */
-    ZF_EEXIST,    /**< already exists */
-    ZF_ERR_COUNT
-} zf_err;
+/* Enums and their names. Each enum is made from one table, an X-macro
+ * ZF_<ENUM>_MAP(X) calling X(SYMBOL, value, "string") once per value (as
+ * libuv's UV_ERRNO_MAP): the enum, its name function and the parsers that
+ * read the names (descriptors, requests, --log) all expand it, so a value
+ * and its name are written once. Every name function returns a static
+ * string, and "unknown" for a value outside its enum (never NULL). */
+#define ZF_UNKNOWN_NAME "unknown"
+
+/* The error codes: the string is the English description (zf_strerror),
+ * the symbol's spelling its name (zf_errname). */
+#define ZF_ERR_MAP(X)                                                                              \
+    X(ZF_OK, 0, "success")                                                                         \
+    X(ZF_EINVAL, 1, "invalid argument") /* or invalid input */                                     \
+    X(ZF_ENOMEM, 2, "out of memory")    /* or a pool's max_bytes reached */                        \
+    X(ZF_EAGAIN, 3, "would block")      /* link full (try_send), empty (try_pop) */                \
+    X(ZF_ETIMEDOUT, 4, "timed out")     /* a blocking call's timeout expired */                    \
+    X(ZF_ECLOSED, 5, "closed")          /* link, node or instance closed / stopping */             \
+    X(ZF_ETYPE, 6, "type mismatch")     /* ports, configuration value */                           \
+    X(ZF_ENOTFOUND, 7, "not found")     /* file, node, port, instance or key */                    \
+    X(ZF_EABI, 8, "not a zflow node or incompatible ABI")                                          \
+    X(ZF_ESYS, 9, "system call failed") /* errno in zf_last_error */                               \
+    X(ZF_EPARSE, 10, "parse error")     /* a descriptor or request */                              \
+    X(ZF_ESTATE, 11, "invalid state for this operation")                                           \
+    X(ZF_EBUSY, 12, "resource busy")                                                               \
+    X(ZF_EPERM, 13, "not permitted")                                                               \
+    X(ZF_EPROTO, 14, "protocol error")      /* control-protocol violation */                       \
+    X(ZF_ENODE, 15, "node callback failed") /* a node callback reported failure */                 \
+    X(ZF_EEXIST, 16, "already exists")
+
+#define ZF_ENUM_VALUE_(symbol, value, string) symbol = value,
+
+typedef enum zf_err { ZF_ERR_MAP(ZF_ENUM_VALUE_) ZF_ERR_COUNT } zf_err;
 
 /** A static, English description of an error code ("invalid argument"). */
 ZF_EXPORT const char *zf_strerror(zf_err err);
@@ -94,13 +106,17 @@ ZF_EXPORT void zf_free(void *p);
 /* Logging and clock                                                   */
 /* ------------------------------------------------------------------ */
 
-typedef enum zf_log_level {
-    ZF_LOG_ERROR = 0,
-    ZF_LOG_WARN,
-    ZF_LOG_INFO,
-    ZF_LOG_DEBUG,
-    ZF_LOG_TRACE
-} zf_log_level;
+#define ZF_LOG_LEVEL_MAP(X)                                                                        \
+    X(ZF_LOG_ERROR, 0, "error")                                                                    \
+    X(ZF_LOG_WARN, 1, "warn")                                                                      \
+    X(ZF_LOG_INFO, 2, "info")                                                                      \
+    X(ZF_LOG_DEBUG, 3, "debug")                                                                    \
+    X(ZF_LOG_TRACE, 4, "trace")
+
+typedef enum zf_log_level { ZF_LOG_LEVEL_MAP(ZF_ENUM_VALUE_) } zf_log_level;
+
+/** "error", "warn", "info", "debug", "trace" (what zf_log_level_parse reads). */
+ZF_EXPORT const char *zf_log_level_name(zf_log_level level);
 
 /** A logger: `scope` names the component or node ("pool", "node camera"),
  *  `msg` is one line without a newline. Called from any thread; both strings
@@ -268,13 +284,15 @@ ZF_EXPORT void zf_wrap_stats_get(zf_wrap_stats *out);
 /* Links: bounded queues of capsules                                   */
 /* ------------------------------------------------------------------ */
 
-typedef enum zf_policy {
-    ZF_POLICY_BLOCK = 0,   /**< a full link makes the producer wait */
-    ZF_POLICY_DROP_OLDEST, /**< a full link drops its oldest capsule */
-    ZF_POLICY_DROP_NEWEST  /**< a full link drops the capsule being sent */
-} zf_policy;
+/* What a full link does; the names are the descriptor's `queue.policy`. */
+#define ZF_POLICY_MAP(X)                                                                           \
+    X(ZF_POLICY_BLOCK, 0, "block")             /* the producer waits */                            \
+    X(ZF_POLICY_DROP_OLDEST, 1, "drop_oldest") /* the oldest capsule queued is dropped */          \
+    X(ZF_POLICY_DROP_NEWEST, 2, "drop_newest") /* the capsule being sent is dropped */
 
-/** "block", "drop_oldest", "drop_newest", or NULL for an unknown value. */
+typedef enum zf_policy { ZF_POLICY_MAP(ZF_ENUM_VALUE_) } zf_policy;
+
+/** "block", "drop_oldest", "drop_newest" (ZF_UNKNOWN_NAME otherwise). */
 ZF_EXPORT const char *zf_policy_name(zf_policy p);
 
 typedef struct zf_link_config {
@@ -342,15 +360,21 @@ ZF_EXPORT void zf_link_stats_get(const zf_link *link, zf_link_stats *out);
 typedef struct zf_config zf_config;
 typedef struct zf_diag zf_diag; /* diagnostics (see Descriptors) */
 
-typedef enum zf_config_kind {
-    ZF_CFG_NULL = 0,
-    ZF_CFG_BOOL,
-    ZF_CFG_INT,
-    ZF_CFG_FLOAT,
-    ZF_CFG_STRING,
-    ZF_CFG_SEQ,
-    ZF_CFG_MAP
-} zf_config_kind;
+/* The kinds of a tree's values; the names are as messages say them. */
+#define ZF_CONFIG_KIND_MAP(X)                                                                      \
+    X(ZF_CFG_NULL, 0, "null")                                                                      \
+    X(ZF_CFG_BOOL, 1, "a boolean")                                                                 \
+    X(ZF_CFG_INT, 2, "an integer")                                                                 \
+    X(ZF_CFG_FLOAT, 3, "a float")                                                                  \
+    X(ZF_CFG_STRING, 4, "a string")                                                                \
+    X(ZF_CFG_SEQ, 5, "a sequence")                                                                 \
+    X(ZF_CFG_MAP, 6, "a map")
+
+typedef enum zf_config_kind { ZF_CONFIG_KIND_MAP(ZF_ENUM_VALUE_) } zf_config_kind;
+
+/** "null", "a boolean", "an integer", "a float", "a string", "a sequence",
+ *  "a map" (ZF_UNKNOWN_NAME otherwise). */
+ZF_EXPORT const char *zf_config_kind_name(zf_config_kind k);
 
 /** Kind of a value; ZF_CFG_NULL for a NULL pointer. */
 ZF_EXPORT zf_config_kind zf_config_kind_of(const zf_config *c);
@@ -386,9 +410,14 @@ ZF_EXPORT void zf_config_free(zf_config *c);
 /* The node ABI                                                        */
 /* ------------------------------------------------------------------ */
 
-typedef enum zf_node_kind { ZF_SOURCE = 1, ZF_OPERATOR = 2, ZF_SINK = 3 } zf_node_kind;
+#define ZF_NODE_KIND_MAP(X)                                                                        \
+    X(ZF_SOURCE, 1, "source")                                                                      \
+    X(ZF_OPERATOR, 2, "operator")                                                                  \
+    X(ZF_SINK, 3, "sink")
 
-/** "source", "operator", "sink". */
+typedef enum zf_node_kind { ZF_NODE_KIND_MAP(ZF_ENUM_VALUE_) } zf_node_kind;
+
+/** "source", "operator", "sink" (ZF_UNKNOWN_NAME otherwise). */
 ZF_EXPORT const char *zf_node_kind_name(zf_node_kind k);
 
 typedef struct zf_port_decl {
@@ -641,24 +670,28 @@ ZF_EXPORT zf_err zf_runtime_abandoned(zf_runtime *rt, zf_abandoned_thread **out,
  *  "") when none does. Async-signal-safe: for a crash handler. */
 ZF_EXPORT size_t zf_crash_context(char *buf, size_t len);
 
-typedef enum zf_instance_state {
-    ZF_INSTANCE_CREATED = 0,
-    ZF_INSTANCE_RUNNING,
-    ZF_INSTANCE_SUSPENDED,
-    ZF_INSTANCE_DRAINING,
-    ZF_INSTANCE_DESTROYED,
-    ZF_INSTANCE_FAILED
-} zf_instance_state;
+#define ZF_INSTANCE_STATE_MAP(X)                                                                   \
+    X(ZF_INSTANCE_CREATED, 0, "CREATED")                                                           \
+    X(ZF_INSTANCE_RUNNING, 1, "RUNNING")                                                           \
+    X(ZF_INSTANCE_SUSPENDED, 2, "SUSPENDED")                                                       \
+    X(ZF_INSTANCE_DRAINING, 3, "DRAINING")                                                         \
+    X(ZF_INSTANCE_DESTROYED, 4, "DESTROYED")                                                       \
+    X(ZF_INSTANCE_FAILED, 5, "FAILED")
 
+typedef enum zf_instance_state { ZF_INSTANCE_STATE_MAP(ZF_ENUM_VALUE_) } zf_instance_state;
+
+/** "CREATED", "RUNNING", ... (ZF_UNKNOWN_NAME otherwise). */
 ZF_EXPORT const char *zf_instance_state_name(zf_instance_state s);
 
-typedef enum zf_node_state {
-    ZF_NODE_RUNNING = 0,
-    ZF_NODE_DEGRADED, /**< hung or failing; its inputs shed load */
-    ZF_NODE_FAILED,   /**< gave up (init failed, or abandoned at stop) */
-    ZF_NODE_DONE      /**< saw end of stream on every input */
-} zf_node_state;
+#define ZF_NODE_STATE_MAP(X)                                                                       \
+    X(ZF_NODE_RUNNING, 0, "RUNNING")                                                               \
+    X(ZF_NODE_DEGRADED, 1, "DEGRADED") /* hung or failing; its inputs shed load */                 \
+    X(ZF_NODE_FAILED, 2, "FAILED")     /* gave up (init failed, or abandoned at stop) */           \
+    X(ZF_NODE_DONE, 3, "DONE")         /* saw end of stream on every input */
 
+typedef enum zf_node_state { ZF_NODE_STATE_MAP(ZF_ENUM_VALUE_) } zf_node_state;
+
+/** "RUNNING", "DEGRADED", "FAILED", "DONE" (ZF_UNKNOWN_NAME otherwise). */
 ZF_EXPORT const char *zf_node_state_name(zf_node_state s);
 
 typedef struct zf_instance_options {
@@ -786,20 +819,21 @@ ZF_EXPORT void zf_instance_stats_free(zf_instance_stats *s);
 /** Largest frame (request or response) accepted. */
 #define ZF_FRAME_MAX (16u << 20)
 
-typedef enum zf_op {
-    ZF_OP_HELLO = 0, /**< who are you: version, worker name, pid */
-    ZF_OP_DEPLOY,    /**< descriptor text -> a new instance's UUID */
-    ZF_OP_LIST,      /**< every instance: uuid, name, status, workers */
-    ZF_OP_STATUS,    /**< one instance in detail */
-    ZF_OP_START,
-    ZF_OP_SUSPEND,
-    ZF_OP_RESUME,
-    ZF_OP_DESTROY, /**< graceful stop; the stop report */
-    ZF_OP_WORKERS, /**< the daemons reachable */
-    ZF_OP_COUNT
-} zf_op;
+/* The requests; the names are the protocol's `op` (docs/protocol.md). */
+#define ZF_OP_MAP(X)                                                                               \
+    X(ZF_OP_HELLO, 0, "hello")   /* who are you: version, worker name, pid */                      \
+    X(ZF_OP_DEPLOY, 1, "deploy") /* descriptor text -> a new instance's UUID */                    \
+    X(ZF_OP_LIST, 2, "list")     /* every instance: uuid, name, status, workers */                 \
+    X(ZF_OP_STATUS, 3, "status") /* one instance in detail */                                      \
+    X(ZF_OP_START, 4, "start")                                                                     \
+    X(ZF_OP_SUSPEND, 5, "suspend")                                                                 \
+    X(ZF_OP_RESUME, 6, "resume")                                                                   \
+    X(ZF_OP_DESTROY, 7, "destroy") /* graceful stop; the stop report */                            \
+    X(ZF_OP_WORKERS, 8, "workers") /* the daemons reachable */
 
-/** "hello", "deploy", ... or NULL. */
+typedef enum zf_op { ZF_OP_MAP(ZF_ENUM_VALUE_) ZF_OP_COUNT } zf_op;
+
+/** "hello", "deploy", ... (ZF_UNKNOWN_NAME otherwise). */
 ZF_EXPORT const char *zf_op_name(zf_op op);
 
 /** A decoded request. Strings are owned by the request. */

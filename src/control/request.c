@@ -18,17 +18,6 @@
 #define MAX_VARS 1024
 #define MAX_VAR  (64u * 1024u)
 
-static const char *const op_names[ZF_OP_COUNT] = {
-    [ZF_OP_HELLO] = "hello",   [ZF_OP_DEPLOY] = "deploy",   [ZF_OP_LIST] = "list",
-    [ZF_OP_STATUS] = "status", [ZF_OP_START] = "start",     [ZF_OP_SUSPEND] = "suspend",
-    [ZF_OP_RESUME] = "resume", [ZF_OP_DESTROY] = "destroy", [ZF_OP_WORKERS] = "workers",
-};
-
-const char *zf_op_name(zf_op op)
-{
-    return (unsigned)op < ZF_OP_COUNT ? op_names[op] : NULL;
-}
-
 typedef struct request_impl {
     zf_request r;
     zf_config *tree; /* the strings point into it */
@@ -138,7 +127,7 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
         return e;
     x->r.op = ZF_OP_COUNT;
     for (int i = 0; i < ZF_OP_COUNT; i++)
-        if (strcmp(op, op_names[i]) == 0)
+        if (strcmp(op, zf_op_name((zf_op)i)) == 0)
             x->r.op = (zf_op)i;
     if (x->r.op == ZF_OP_COUNT)
         return bad(err, errlen,
@@ -219,7 +208,7 @@ static void optional(zf_json_writer *w, const char *key, const char *val)
 
 char *zf_request_encode(const zf_request *r)
 {
-    if (!r || !zf_op_name(r->op))
+    if (!r || (unsigned)r->op >= ZF_OP_COUNT)
         return NULL;
     zf_json_writer *w = zf_json_writer_new();
     zf_json_open_object(w, NULL);

@@ -91,6 +91,11 @@ size_t zfi_utf8_len(const unsigned char *s, size_t n);
 /* Take the string (caller frees); the buffer is reset. NULL on failure. */
 char *zfi_buf_steal(zfi_buf *b);
 
+/* An enum table's (ZF_<ENUM>_MAP) entry as an array element indexed by the
+ * value: `static const char *const names[] = {ZF_POLICY_MAP(ZFI_NAME_ENTRY)};`
+ * for a parser that looks names up (zfi_want_enum). */
+#define ZFI_NAME_ENTRY(symbol, value, string) [value] = string,
+
 /* Levenshtein distance, for "did you mean" suggestions. */
 size_t zfi_edit_distance(const char *a, const char *b);
 /* The candidate nearest to `word` within a reasonable distance, or NULL. */

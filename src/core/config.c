@@ -383,13 +383,6 @@ const char *zf_config_text(const zf_config *c)
     return c && c->kind != ZF_CFG_MAP && c->kind != ZF_CFG_SEQ ? (c->text ? c->text : "") : NULL;
 }
 
-static const char *kind_word(zf_config_kind k)
-{
-    static const char *const names[] = {"null",     "a boolean",  "an integer", "a float",
-                                        "a string", "a sequence", "a map"};
-    return (unsigned)k < ZFI_ARRAY_LEN(names) ? names[k] : "?";
-}
-
 /* The value to read: NULL when absent or null (the default applies). */
 static const zf_config *lookup(const zf_config *c, const char *key)
 {
@@ -400,7 +393,7 @@ static const zf_config *lookup(const zf_config *c, const char *key)
 static zf_err wrong(const char *key, const zf_config *v, const char *want)
 {
     return zfi_error(ZF_ETYPE, "configuration '%s' is %s, expected %s", key ? key : "",
-                     kind_word(v->kind), want);
+                     zf_config_kind_name(v->kind), want);
 }
 
 zf_err zf_config_string(const zf_config *c, const char *key, const char *def, const char **out)

@@ -29,12 +29,23 @@ typedef struct zfi_port {
     unsigned line, col;
 } zfi_port;
 
-typedef enum zfi_isolation { ZFI_ISOLATION_THREAD = 0, ZFI_ISOLATION_PROCESS } zfi_isolation;
-typedef enum zfi_restart {
-    ZFI_RESTART_NEVER = 0,
-    ZFI_RESTART_ON_FAILURE,
-    ZFI_RESTART_ALWAYS
-} zfi_restart;
+/* A node's `isolation` and `restart`: the tables (as ZF_POLICY_MAP) the
+ * descriptor's parser and the flow's JSON read their names from. */
+#define ZFI_ISOLATION_MAP(X)                                                                       \
+    X(ZFI_ISOLATION_THREAD, 0, "thread")                                                           \
+    X(ZFI_ISOLATION_PROCESS, 1, "process")
+typedef enum zfi_isolation { ZFI_ISOLATION_MAP(ZF_ENUM_VALUE_) } zfi_isolation;
+
+#define ZFI_RESTART_MAP(X)                                                                         \
+    X(ZFI_RESTART_NEVER, 0, "never")                                                               \
+    X(ZFI_RESTART_ON_FAILURE, 1, "on-failure")                                                     \
+    X(ZFI_RESTART_ALWAYS, 2, "always")
+typedef enum zfi_restart { ZFI_RESTART_MAP(ZF_ENUM_VALUE_) } zfi_restart;
+
+/* "thread", "process" / "never", "on-failure", "always" (ZF_UNKNOWN_NAME
+ * otherwise); in descriptor.c. */
+const char *zfi_isolation_name(zfi_isolation i);
+const char *zfi_restart_name(zfi_restart r);
 
 typedef struct zfi_node {
     char *id;          /* flattened id ("outer>inner") */

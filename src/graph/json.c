@@ -27,11 +27,9 @@ static void setting(zf_json_writer *w, const char *key, int64_t v)
 
 static void node(zf_json_writer *w, const zfi_node *n)
 {
-    static const char *const isolation[] = {"thread", "process"};
-    static const char *const restart[] = {"never", "on-failure", "always"};
     zf_json_open_object(w, NULL);
     zf_json_put_string(w, "id", n->id);
-    zf_json_put_string(w, "kind", zfi_kind_word(n->kind));
+    zf_json_put_string(w, "kind", zf_node_kind_name(n->kind));
     zf_json_put_string(w, "description", n->description);
     zf_json_put_string(w, "library", n->library);
     zf_json_put_string(w, "python", n->python);
@@ -46,8 +44,8 @@ static void node(zf_json_writer *w, const zfi_node *n)
     setting(w, "send_timeout_ns", n->send_timeout_ns);
     setting(w, "max_errors", n->max_errors);
     setting(w, "error_window_ns", n->error_window_ns);
-    zf_json_put_string(w, "isolation", isolation[n->isolation == ZFI_ISOLATION_PROCESS]);
-    zf_json_put_string(w, "restart", restart[n->restart <= ZFI_RESTART_ALWAYS ? n->restart : 0]);
+    zf_json_put_string(w, "isolation", zfi_isolation_name(n->isolation));
+    zf_json_put_string(w, "restart", zfi_restart_name(n->restart));
     zf_json_put_string(w, "worker", n->worker);
     zf_json_close(w);
 }
@@ -73,8 +71,7 @@ static void link(zf_json_writer *w, const zf_flow *f, const zfi_link *l)
         zf_json_put_uint(w, "max_bytes", l->queue.max_bytes);
     else
         zf_json_put_null(w, "max_bytes");
-    const char *policy = zfi_policy_word(l->queue.policy);
-    zf_json_put_string(w, "policy", policy ? policy : "block");
+    zf_json_put_string(w, "policy", zf_policy_name(l->queue.policy));
     zf_json_close(w);
     zf_json_close(w);
 }

@@ -213,8 +213,6 @@ void zfi_refuse_builtin(zfi_loader *ld, const zf_config *entry, const zf_config 
 
 /* "source" / "operator" / "sink"; "block" / "drop_oldest" / "drop_newest"
  * (local, so the graph layer does not depend on the runtime). */
-const char *zfi_kind_word(zf_node_kind k);
-const char *zfi_policy_word(zf_policy p);
 
 /* ---- the loader (flatten.c, validate.c) ---- */
 
