@@ -8,10 +8,12 @@
  *   path.c      file:// URLs and relative paths; reading files
  *   descriptor.c  ports, queues, runtime settings, refused Zenoh built-ins
  *   flatten.c   levels (flow, composites), node entries, includes
+ *   level.c     what the levels share (level.h): lookups, error helpers
  *   links.c     link ends through composites, one link per input, types
  *   mapping.c   worker -> node ids
  *   validate.c  unconnected ports
  *   flow.c      zf_flow_load*, zf_flow lifetime;  json.c, dot.c  output
+ * The configuration tree itself is src/core/config.{h,c}.
  */
 #ifndef ZFI_GRAPH_LOADER_H
 #define ZFI_GRAPH_LOADER_H
@@ -210,9 +212,6 @@ bool zfi_refuse_zenoh(zfi_loader *ld, const zf_config *map, const char *prefix, 
  * and its key expressions. */
 void zfi_refuse_builtin(zfi_loader *ld, const zf_config *entry, const zf_config *desc,
                         const char *field, const char *id, zf_node_kind kind, const char *name);
-
-/* "source" / "operator" / "sink"; "block" / "drop_oldest" / "drop_newest"
- * (local, so the graph layer does not depend on the runtime). */
 
 /* ---- the loader (flatten.c, validate.c) ---- */
 
