@@ -1,6 +1,8 @@
 /* zfctl: argument helpers, descriptor loading, formatting. */
 #include "zfctl.h"
 
+#include "args.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,18 +20,10 @@ _Noreturn void usage_error(const char *cmd, const char *fmt, ...)
 
 bool args_opt(int argc, char **argv, int *i, const char *name, const char *cmd, const char **value)
 {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) != 0 || (a[n] != '\0' && a[n] != '='))
-        return false;
-    if (a[n] == '=') {
-        *value = a + n + 1;
-        return true;
-    }
-    if (*i + 1 >= argc)
+    zf_arg r = zf_arg_value(argc, argv, i, name, value);
+    if (r == ZF_ARG_MISSING)
         usage_error(cmd, "%s needs a value", name);
-    *value = argv[++*i];
-    return true;
+    return r == ZF_ARG_VALUE;
 }
 
 static void add_var(flow_args *fa, const char *opt, const char *kv)

@@ -7,6 +7,8 @@
  * gracefully (each stop report logged), then exit 0. */
 #include "zfd.h"
 
+#include "args.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -152,23 +154,13 @@ static _Noreturn void die(const char *fmt, ...)
     exit(2);
 }
 
-/* True if argv[*i] is the option NAME exactly, as "NAME VALUE" (the next
- * argument is consumed) or "NAME=VALUE"; *v is then VALUE. An option NAME is
- * only a prefix of (--names, --log-level) is not NAME. */
+/* The option NAME at argv[*i] (args.h), or exit when its value is missing. */
 static bool opt(int argc, char **argv, int *i, const char *name, const char **v)
 {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) != 0 || (a[n] != '\0' && a[n] != '='))
-        return false;
-    if (a[n] == '=') {
-        *v = a + n + 1;
-        return true;
-    }
-    if (*i + 1 >= argc)
+    zf_arg r = zf_arg_value(argc, argv, i, name, v);
+    if (r == ZF_ARG_MISSING)
         die("%s needs a value (see zfd --help)", name);
-    *v = argv[++*i];
-    return true;
+    return r == ZF_ARG_VALUE;
 }
 
 /* A whole decimal number from lo to hi, or exit naming the option. */
