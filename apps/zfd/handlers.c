@@ -356,7 +356,8 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
         /* SIGTERM came while this deploy ran: the daemon destroys what it
          * hosts; say so rather than hand out an instance about to go. */
         zf_stop_report r;
-        zf_instance_stop(inst, &r);
+        /* ZF_OK for an instance: what the stop met is in r, logged */
+        ZF_IGNORE(zf_instance_stop(inst, &r));
         log_report(en->uuid, en->name, &r);
         entry_unref(d, en); /* never listed: the last reference */
         resp = zf_response_error(ZF_ECLOSED,
@@ -371,8 +372,8 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
         entry_unref(d, en); /* never listed: the last reference */
         goto out;
     }
-    if (req->start)
-        zf_instance_start(inst);
+    if (req->start && zf_instance_start(inst) != ZF_OK) /* the answer says CREATED */
+        zfd_log(ZF_LOG_WARN, "%s: not started: %s", en->uuid, zf_last_error());
     entry **tail = &d->list; /* creation order */
     while (*tail)
         tail = &(*tail)->next;
@@ -589,7 +590,8 @@ static char *destroy(zfd_daemon *d, entry *e)
     if (!take_out(d, e))
         return zf_response_error(ZF_ESTATE, "instance %s is already being destroyed", e->uuid);
     zf_stop_report r;
-    zf_instance_stop(e->inst, &r);
+    /* ZF_OK for an instance: what the stop met is in r, logged and answered */
+    ZF_IGNORE(zf_instance_stop(e->inst, &r));
     log_report(e->uuid, e->name, &r);
     zf_json_writer *w = zf_json_writer_new();
     zf_json_open_object(w, NULL);
@@ -625,7 +627,10 @@ static void abandoned_json(zfd_daemon *d, zf_json_writer *w, const char *uuid)
 {
     zf_abandoned_thread *t = NULL;
     size_t n = 0;
-    zf_runtime_abandoned(d->rt, &t, &n);
+    if (zf_runtime_abandoned(d->rt, &t, &n) != ZF_OK) { /* out of memory: not known */
+        zf_json_put_null(w, "abandoned_threads");
+        return;
+    }
     uint64_t now = zf_clock_ns();
     zf_json_open_array(w, "abandoned_threads");
     for (size_t i = 0; i < n; i++) {
@@ -643,7 +648,7 @@ static void abandoned_json(zfd_daemon *d, zf_json_writer *w, const char *uuid)
         zf_json_close(w);
     }
     zf_json_close(w);
-    free(t);
+    zf_free(t);
 }
 
 /* ---- dispatch ---- */

@@ -33,7 +33,8 @@
 #ifndef ZFLOW_JSON_H
 #define ZFLOW_JSON_H
 
-#include <zflow/zflow.h>
+#include <zflow/base.h>
+#include <zflow/config.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -79,11 +80,10 @@ ZF_EXPORT void zf_json_put_config(zf_json_writer *w, const char *key, const zf_c
 
 /** Parse JSON text (RFC 8259; strings valid UTF-8 without \u0000) into a
  *  tree: objects are maps, arrays sequences, integers that fit in 64 bits
- *  ZF_CFG_INT. On ZF_OK the caller owns *out (zf_config_free). On ZF_EPARSE
- *  *out is NULL and err (errlen bytes; err may be NULL) says where and what,
- *  as zf_last_error() does. Depth is limited to 64. */
-ZF_EXPORT zf_err zf_json_parse(const char *text, size_t len, zf_config **out, char *err,
-                               size_t errlen);
+ *  ZF_CFG_INT. Depth is limited to 64. On ZF_OK the caller owns *out
+ *  (zf_config_free); else *out is NULL and zf_last_error says where (the
+ *  byte) and what. Errors: ZF_EINVAL (NULL argument), ZF_EPARSE. */
+ZF_EXPORT ZF_NODISCARD zf_err zf_json_parse(const char *text, size_t len, zf_config **out);
 
 /** The tree as JSON text; the caller owns it (zf_free). NULL when out of
  *  memory. c NULL writes "null". */

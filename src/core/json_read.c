@@ -1,4 +1,4 @@
-/* JSON text -> zf_config tree (RFC 8259), for the control protocol. A
+/* JSON text -> zf_config tree (RFC 8259): the one JSON parser. A
  * recursive-descent parser with a depth limit; strings must be valid UTF-8
  * (no overlong forms, surrogates or code points past U+10FFFF; escapes
  * decoded, \u0000 refused: protocol strings are C strings);
@@ -319,10 +319,8 @@ static zf_config *value(parser *p, int depth)
     return v;
 }
 
-zf_err zf_json_parse(const char *text, size_t len, zf_config **out, char *err, size_t errlen)
+zf_err zf_json_parse(const char *text, size_t len, zf_config **out)
 {
-    if (err && errlen)
-        err[0] = '\0';
     if (!text || !out)
         return zfi_error(ZF_EINVAL, "zf_json_parse: NULL argument");
     *out = NULL;
@@ -336,11 +334,8 @@ zf_err zf_json_parse(const char *text, size_t len, zf_config **out, char *err, s
             v = NULL;
         }
     }
-    if (!v) {
-        if (err && errlen)
-            snprintf(err, errlen, "%s", p.msg);
+    if (!v)
         return zfi_error(ZF_EPARSE, "%s", p.msg);
-    }
     *out = v;
     return ZF_OK;
 }

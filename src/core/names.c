@@ -1,5 +1,5 @@
 /* The names of the public enums: one function per enum, each expanded from
- * the enum's own table (ZF_<ENUM>_MAP in zflow/zflow.h), each returning
+ * the enum's own table (ZF_<ENUM>_MAP, next to the enum in its public header), each returning
  * ZF_UNKNOWN_NAME for a value outside its enum. The parsers that read names
  * (descriptors, requests, --log) expand the same tables. */
 #include "core/common.h"
