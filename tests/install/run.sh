@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install the build into a temporary prefix, then build a consumer with
 # pkg-config and with CMake's find_package (shared and static), and run them;
-# then a project that includes zflow's source tree with add_subdirectory()
-# (zflow's tests, examples and benchmarks are not built there).
+# then a C project that includes zflow's source tree with add_subdirectory()
+# (zflow's tests, examples and benchmarks are not built there, nor is C++
+# needed).
 #   tests/install/run.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -41,7 +42,12 @@ add_subdirectory("$src" zflow)
 add_executable(consumer consumer.c)
 target_link_libraries(consumer PRIVATE zflow::zflow_static)
 EOF
-cmake -S "$tmp/sub" -B "$tmp/sub/build" -DZF_PYTHON=OFF >/dev/null
+# C only, as a C project would build it: no C++ compiler is even looked for
+cmake -S "$tmp/sub" -B "$tmp/sub/build" -DZF_PYTHON=OFF -DZF_CXX=OFF >/dev/null
+if grep -q '^CMAKE_CXX_COMPILER:' "$tmp/sub/build/CMakeCache.txt"; then
+  echo "add_subdirectory: C++ was enabled for a C build" >&2
+  exit 1
+fi
 targets=$(cmake --build "$tmp/sub/build" --target help)
 for t in test_link zf-bench zf_camera; do # tests, benchmarks, examples: top level only
   if grep -qx "\.\.\. $t" <<<"$targets"; then
