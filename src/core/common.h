@@ -95,6 +95,21 @@ char *zfi_buf_steal(zfi_buf *b);
  * value: `static const char *const names[] = {ZF_POLICY_MAP(ZFI_NAME_ENTRY)};`
  * for a parser that looks names up (zfi_want_enum). */
 #define ZFI_NAME_ENTRY(symbol, value, string) [value] = string,
+/* A name function from an enum's table: `string` for each value, and
+ * ZF_UNKNOWN_NAME for any other (src/core/names.c). */
+#define ZFI_NAME_CASE(symbol, value, string)                                                       \
+    case symbol:                                                                                   \
+        return string;
+#define ZFI_NAME_FUNCTION(fn, type, MAP)                                                           \
+    const char *fn(type v)                                                                         \
+    {                                                                                              \
+        switch (v) {                                                                               \
+            MAP(ZFI_NAME_CASE)                                                                     \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+        return ZF_UNKNOWN_NAME;                                                                    \
+    }
 
 /* Levenshtein distance, for "did you mean" suggestions. */
 size_t zfi_edit_distance(const char *a, const char *b);

@@ -11,25 +11,8 @@
 static const char *const isolations[] = {ZFI_ISOLATION_MAP(ZFI_NAME_ENTRY)};
 static const char *const restarts[] = {ZFI_RESTART_MAP(ZFI_NAME_ENTRY)};
 
-#define NAME_CASE(symbol, value, string)                                                           \
-    case symbol:                                                                                   \
-        return string;
-
-const char *zfi_isolation_name(zfi_isolation i)
-{
-    switch (i) {
-        ZFI_ISOLATION_MAP(NAME_CASE)
-    }
-    return ZF_UNKNOWN_NAME;
-}
-
-const char *zfi_restart_name(zfi_restart r)
-{
-    switch (r) {
-        ZFI_RESTART_MAP(NAME_CASE)
-    }
-    return ZF_UNKNOWN_NAME;
-}
+ZFI_NAME_FUNCTION(zfi_isolation_name, zfi_isolation, ZFI_ISOLATION_MAP)
+ZFI_NAME_FUNCTION(zfi_restart_name, zfi_restart, ZFI_RESTART_MAP)
 
 void zfi_parse_settings(zfi_loader *ld, const zf_config *map, const char *prefix, const char *id,
                         zf_node_kind kind, bool composite, zfi_settings *out)
