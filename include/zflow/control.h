@@ -38,16 +38,16 @@ ZF_EXPORT const char *zf_op_name(zf_op op);
 
 /** A decoded request. Strings are owned by the request. */
 typedef struct zf_request {
-    uint32_t version; /**< protocol version of the sender */
-    zf_op op;
+    uint32_t version;        /**< protocol version of the sender */
+    zf_op op;                /**< what is asked */
     const char *id;          /**< start/suspend/resume/status/destroy: UUID,
                                   unique UUID prefix or instance name */
     const char *descriptor;  /**< deploy: the descriptor's text */
     const char *path;        /**< deploy: the descriptor's absolute path */
     const char *name;        /**< deploy: instance name (may be NULL) */
     const char *const *vars; /**< deploy: "KEY=VALUE" */
-    size_t n_vars;
-    bool start; /**< deploy: start at once (default true) */
+    size_t n_vars;           /**< entries of vars */
+    bool start;              /**< deploy: start at once (default true) */
 } zf_request;
 
 /** Decode a request (JSON text). Every field is checked for presence, kind
@@ -94,8 +94,8 @@ ZF_EXPORT void zf_client_close(zf_client *c);
 
 /** The credentials of a connected client. */
 typedef struct zf_peer {
-    int pid;
-    unsigned uid, gid;
+    int pid;           /**< from SO_PEERCRED */
+    unsigned uid, gid; /**< from SO_PEERCRED */
 } zf_peer;
 
 /** A request handler: returns the response text (zf_response_ok/_error),

@@ -139,9 +139,10 @@ ZF_EXPORT ZF_NODISCARD zf_err zf_data_set_seq(zf_data *d, uint64_t seq);
 /** Process-wide counters of pinned memory: capsules made by zf_data_wrap and
  *  release callbacks invoked so far (into *out). */
 typedef struct zf_wrap_stats {
-    uint64_t wrapped;
-    uint64_t released;
+    uint64_t wrapped;  /**< capsules made by zf_data_wrap */
+    uint64_t released; /**< release callbacks invoked */
 } zf_wrap_stats;
+/** The counters now, into *out. */
 ZF_EXPORT void zf_wrap_stats_get(zf_wrap_stats *out);
 
 /* ---- links: bounded queues of capsules ---- */
@@ -160,19 +161,19 @@ ZF_EXPORT const char *zf_policy_name(zf_policy p);
 typedef struct zf_link_config {
     uint32_t capacity;  /**< messages; 0 = default (16) */
     uint64_t max_bytes; /**< bytes queued; 0 = no byte limit */
-    zf_policy policy;
+    zf_policy policy;   /**< what a full link does; default ZF_POLICY_BLOCK */
 } zf_link_config;
 
 typedef struct zf_link_stats {
     uint64_t depth;      /**< messages queued now */
     uint64_t bytes;      /**< bytes queued now */
     uint64_t high_water; /**< maximum depth seen */
-    uint64_t enqueued;
-    uint64_t dequeued;
+    uint64_t enqueued;   /**< capsules accepted */
+    uint64_t dequeued;   /**< capsules taken by consumers */
     uint64_t dropped;    /**< by the policy, the breaker or closing */
     uint64_t blocked_ns; /**< time producers spent waiting for room */
-    uint32_t capacity;
-    zf_policy policy;
+    uint32_t capacity;   /**< messages the link holds */
+    zf_policy policy;    /**< its policy */
 } zf_link_stats;
 
 /** Create a link (multi-producer, multi-consumer safe). `cfg` may be NULL

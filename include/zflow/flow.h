@@ -41,12 +41,12 @@ ZF_EXPORT char *zf_diag_format(const zf_diag *d);
 
 typedef struct zf_flow_options {
     const char *const *vars; /**< "KEY=VALUE" strings overriding `vars` */
-    size_t n_vars;
+    size_t n_vars;           /**< entries of vars */
     /** When set, node files (`descriptor:`) are read only from these folders
      *  (absolute real paths, each ending with '/'); others are refused
      *  without being read. A daemon passes its --lib-path folders. */
     const char *const *include_dirs;
-    size_t n_include_dirs;
+    size_t n_include_dirs; /**< entries of include_dirs; 0: no restriction */
     /** true: a node file (what `descriptor:` names: ports and `library`,
      *  `uri` or `python`, or a composite's `operators`; no `sources`,
      *  `sinks`, `name` or `flow`) is loaded as a flow of that one node (a
@@ -190,7 +190,7 @@ typedef struct zf_instance_options {
      *  read once from the descriptor checked, and that text runs. Node code
      *  must be a regular file. */
     const char *const *code_dirs;
-    size_t n_code_dirs;
+    size_t n_code_dirs; /**< entries of code_dirs; 0: no restriction */
     /** With code_dirs: also accept code that users other than root and this
      *  process's user could change (zf_code_path_check refuses it by
      *  default). */
@@ -245,14 +245,14 @@ typedef struct zf_stop_report {
     uint64_t bytes_abandoned;    /**< of those, held by abandoned nodes (released
                                       if they ever return) */
     uint64_t bytes_leaked;       /**< after - abandoned: held by nobody; must be 0 */
-    uint64_t pool_high_water;
-    uint64_t nodes_abandoned; /**< hung nodes left behind */
-    uint64_t shared_writes;   /**< with ZF_CHECK_SHARED=1 in the environment: capsules
-                                   whose bytes changed while several nodes held them
-                                   (a node wrote through zf_data_ptr); else 0 */
-    int64_t drain_ns;         /**< how long the drain took */
-    bool drain_timed_out;
-    char holders[512]; /**< who holds leaked bytes, or abandoned nodes */
+    uint64_t pool_high_water;    /**< most pool bytes in use at once */
+    uint64_t nodes_abandoned;    /**< hung nodes left behind */
+    uint64_t shared_writes;      /**< with ZF_CHECK_SHARED=1 in the environment: capsules
+                                      whose bytes changed while several nodes held them
+                                      (a node wrote through zf_data_ptr); else 0 */
+    int64_t drain_ns;            /**< how long the drain took */
+    bool drain_timed_out;        /**< the drain timeout ended the drain */
+    char holders[512];           /**< who holds leaked bytes, or abandoned nodes */
 } zf_stop_report;
 
 /** Graceful stop: stop sources, let end-of-stream flow through every link
@@ -269,9 +269,9 @@ ZF_EXPORT void zf_instance_destroy(zf_instance *inst);
 
 /** Statistics of a node. */
 typedef struct zf_node_stats {
-    const char *id; /**< owned by the instance */
-    zf_node_kind kind;
-    zf_node_state state;
+    const char *id;            /**< owned by the instance */
+    zf_node_kind kind;         /**< source, operator, sink */
+    zf_node_state state;       /**< now */
     const char *reason;        /**< why DEGRADED/FAILED ("" otherwise) */
     uint64_t since_ns;         /**< zf_clock_ns when the state began */
     uint64_t callbacks;        /**< produce / on_input calls completed */
@@ -286,19 +286,19 @@ typedef struct zf_node_stats {
 /** Statistics of a link between two ports. */
 typedef struct zf_link_info {
     const char *from; /**< "node.port", owned by the instance */
-    const char *to;
+    const char *to;   /**< "node.port", owned by the instance */
     zf_link_stats stats;
 } zf_link_info;
 
 typedef struct zf_instance_stats {
-    zf_instance_state state;
-    uint64_t state_since_ns;
-    zf_pool_stats pool;
-    zf_wrap_stats wraps; /**< this instance's pinned capsules */
-    size_t n_nodes;
-    zf_node_stats *nodes;
-    size_t n_links;
-    zf_link_info *links;
+    zf_instance_state state; /**< now */
+    uint64_t state_since_ns; /**< zf_clock_ns when the state began */
+    zf_pool_stats pool;      /**< the instance's pool */
+    zf_wrap_stats wraps;     /**< this instance's pinned capsules */
+    size_t n_nodes;          /**< entries of nodes */
+    zf_node_stats *nodes;    /**< every node, in the flow's order */
+    size_t n_links;          /**< entries of links */
+    zf_link_info *links;     /**< every link */
 } zf_instance_stats;
 
 /** Snapshot of every counter. On ZF_OK the caller owns *out

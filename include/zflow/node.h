@@ -36,12 +36,12 @@ typedef struct zf_port_decl {
 
 /** What a node library declares. Exported through ZF_NODE_EXPORT. */
 typedef struct zf_node_decl {
-    uint32_t abi;      /**< ZF_ABI_VERSION */
-    zf_node_kind kind; /**< ZF_SOURCE, ZF_OPERATOR or ZF_SINK */
-    const char *name;  /**< for messages; may be NULL */
-    const zf_port_decl *inputs;
+    uint32_t abi;               /**< ZF_ABI_VERSION */
+    zf_node_kind kind;          /**< ZF_SOURCE, ZF_OPERATOR or ZF_SINK */
+    const char *name;           /**< for messages; may be NULL */
+    const zf_port_decl *inputs; /**< n_inputs input ports, in index order */
     size_t n_inputs;
-    const zf_port_decl *outputs;
+    const zf_port_decl *outputs; /**< n_outputs output ports */
     size_t n_outputs;
     /** Read the configuration, allocate state. Non-OK fails the load; a
      *  message given with zf_node_set_error is reported. May be NULL. */
