@@ -16,6 +16,12 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 export LD_LIBRARY_PATH=$libdir
 test -f "$tmp/prefix/include/zflow/zflow.h"
 echo "== pkg-config: $(pkg-config --modversion zflow)"
+# the version, written once (include/zflow/version.h), is the same everywhere
+version=$(pkg-config --modversion zflow)
+pyversion=$(PYTHONPATH="$(find "$tmp/prefix" -type d -name dist-packages | head -1)" \
+  python3 -c 'import zflow; print(zflow.__version__)')
+test "$pyversion" = "$version"
+grep -q "^#define ZF_VERSION_MAJOR ${version%%.*}$" "$tmp/prefix/include/zflow/version.h"
 cc -std=c11 -Wall -Werror "$here/consumer.c" $(pkg-config --cflags --libs zflow) -o "$tmp/pc"
 "$tmp/pc"
 echo "== find_package(zflow)"
