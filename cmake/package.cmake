@@ -8,11 +8,11 @@ set(zf_man_pages zfctl.1 zfd.8)
 set(zf_man_gz)
 foreach(page ${zf_man_pages})
   string(REGEX REPLACE ".*\\.([0-9])$" "\\1" section ${page})
-  set(gz ${CMAKE_BINARY_DIR}/man/${page}.gz)
+  set(gz ${PROJECT_BINARY_DIR}/man/${page}.gz)
   add_custom_command(OUTPUT ${gz}
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/man
-    COMMAND gzip -9nc ${CMAKE_SOURCE_DIR}/contrib/man/${page} > ${gz}
-    DEPENDS ${CMAKE_SOURCE_DIR}/contrib/man/${page} VERBATIM)
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+    COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/contrib/man/${page} > ${gz}
+    DEPENDS ${PROJECT_SOURCE_DIR}/contrib/man/${page} VERBATIM)
   list(APPEND zf_man_gz ${gz})
   install(FILES ${gz} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section})
 endforeach()
@@ -23,7 +23,7 @@ add_custom_target(zf_man ALL DEPENDS ${zf_man_gz})
 # prefix). The node folder it names is created empty.
 install(DIRECTORY DESTINATION ${CMAKE_INSTALL_LIBDIR}/zflow/nodes)
 install(CODE "
-  file(READ \"${CMAKE_SOURCE_DIR}/contrib/zfd.service\" unit)
+  file(READ \"${PROJECT_SOURCE_DIR}/contrib/zfd.service\" unit)
   string(REPLACE \"/usr/local/bin/\" \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/\" unit \"\${unit}\")
   string(REPLACE \"/usr/local/lib/zflow/nodes\" \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/zflow/nodes\" unit \"\${unit}\")
   string(REPLACE \"install -m644 contrib/zfd.service /etc/systemd/system/ && \" \"\" unit \"\${unit}\")
@@ -32,14 +32,18 @@ install(CODE "
   file(WRITE \"\${dest}/zfd.service\" \"\${unit}\")
   message(STATUS \"Installing: \${dest}/zfd.service\")
 ")
-install(FILES ${CMAKE_SOURCE_DIR}/contrib/zfd.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/zflow)
+install(FILES ${PROJECT_SOURCE_DIR}/contrib/zfd.yaml DESTINATION ${CMAKE_INSTALL_DATADIR}/zflow)
 
 # The seed pipeline: node libraries under <libdir>/zflow/examples, the
 # descriptors and Python nodes under <datadir>/zflow/examples
 # (zfctl run .../flow.yaml --var LIB_DIR=<libdir>/zflow/examples/seed-pipeline).
 if(ZF_BUILD_EXAMPLES AND TARGET zf_camera)
-  install(TARGETS zf_camera zf_detect zf_motor zf_recorder zf_detect_cpp
+  install(TARGETS zf_camera zf_detect zf_motor zf_recorder
           LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/zflow/examples/seed-pipeline)
+  if(TARGET zf_detect_cpp)
+    install(TARGETS zf_detect_cpp
+            LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}/zflow/examples/seed-pipeline)
+  endif()
   install(FILES examples/seed-pipeline/flow.yaml examples/seed-pipeline/flow-python.yaml
                 examples/seed-pipeline/flow-cpp.yaml examples/seed-pipeline/detect.py
                 examples/seed-pipeline/test_detect.py
@@ -66,6 +70,10 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON) # libyaml, libpython3.x, libc from the bi
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, passwd")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-numpy, graphviz")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
-    ${CMAKE_SOURCE_DIR}/contrib/debian/postinst ${CMAKE_SOURCE_DIR}/contrib/debian/postrm)
+    ${PROJECT_SOURCE_DIR}/contrib/debian/postinst ${PROJECT_SOURCE_DIR}/contrib/debian/postrm)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
-include(CPack)
+# The .deb is zflow's own: a project that includes zflow with
+# add_subdirectory() packages itself.
+if(ZF_TOP_LEVEL)
+  include(CPack)
+endif()

@@ -92,7 +92,11 @@ zf_instance *zt_start(zf_runtime *rt, const zf_flow *f, zf_diag *diag)
         fprintf(stderr, "  instance: %s\n", zf_last_error());
         return NULL;
     }
-    zf_instance_start(inst);
+    if (zf_instance_start(inst) != ZF_OK) {
+        fprintf(stderr, "  start: %s\n", zf_last_error());
+        zf_instance_destroy(inst);
+        return NULL;
+    }
     return inst;
 }
 
@@ -117,7 +121,8 @@ zf_stop_report zt_finish(zf_instance *inst, zf_flow *f)
 {
     zf_stop_report r;
     memset(&r, 0, sizeof r);
-    zf_instance_stop(inst, &r);
+    /* ZF_OK for an instance: what the stop met is in r, returned */
+    ZF_IGNORE(zf_instance_stop(inst, &r));
     zf_instance_destroy(inst);
     zf_flow_free(f);
     return r;

@@ -49,20 +49,20 @@ static void parse(int argc, char **argv, daemon_args *a)
 {
     a->cmd = argv[0];
     for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
+        const char *s = argv[i], *v = NULL;
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
             help(a->cmd);
             exit(EXIT_OK);
-        } else if (!strncmp(s, "--socket", 8)) {
-            a->socket = args_value(argc, argv, &i, a->cmd);
-        } else if (!strcmp(s, "-o") || !strncmp(s, "--output", 8)) {
-            const char *v = args_value(argc, argv, &i, a->cmd);
+        } else if (args_opt(argc, argv, &i, "--socket", a->cmd, &v)) {
+            a->socket = v;
+        } else if (args_opt(argc, argv, &i, "-o", a->cmd, &v) ||
+                   args_opt(argc, argv, &i, "--output", a->cmd, &v)) {
             if (strcmp(v, "json") && strcmp(v, "table"))
                 usage_error(a->cmd, "-o takes json or table");
             a->json = !strcmp(v, "json");
         } else if (!strcmp(a->cmd, "deploy") && args_var(argc, argv, &i, &a->fa)) {
-        } else if (!strcmp(a->cmd, "deploy") && !strncmp(s, "--name", 6)) {
-            a->name = args_value(argc, argv, &i, a->cmd);
+        } else if (!strcmp(a->cmd, "deploy") && args_opt(argc, argv, &i, "--name", a->cmd, &v)) {
+            a->name = v;
         } else if (!strcmp(a->cmd, "deploy") && !strcmp(s, "--no-start")) {
             a->no_start = true;
         } else if (s[0] == '-') {
@@ -142,15 +142,21 @@ static const zf_config *call(const daemon_args *a, zf_request *req, zf_config **
         return NULL;
     }
     bool ok = false;
-    zf_config_bool(*tree, "ok", false, &ok);
+    /* zf_client_call answers only with a boolean "ok" */
+    ZF_IGNORE(zf_config_bool(*tree, "ok", false, &ok));
     if (!ok) {
         const char *code = "?", *msg = "?";
-        zf_config_string(*tree, "error.code", "?", &code);
-        zf_config_string(*tree, "error.message", "?", &msg);
+        /* shown as they are: a field of another kind shows as "?" */
+        ZF_IGNORE(zf_config_string(*tree, "error.code", "?", &code));
+        ZF_IGNORE(zf_config_string(*tree, "error.message", "?", &msg));
         if (a->json) {
-            char *j = zf_config_to_json(zf_config_get(*tree, "error"));
-            printf("{\"error\":%s}\n", j ? j : "null");
-            free(j);
+            zf_json_writer *w = zf_json_writer_new();
+            zf_json_open_object(w, NULL);
+            zf_json_put_config(w, "error", zf_config_get(*tree, "error"));
+            zf_json_close(w);
+            char *j = zf_json_writer_finish(w);
+            printf("%s\n", j ? j : "{\"error\":null}");
+            zf_free(j);
         }
         fprintf(stderr, "zfctl %s: %s (%s)\n", a->cmd, msg, code);
         /* 3 is for an invalid descriptor or node library: only a deploy's */
@@ -164,24 +170,26 @@ static const zf_config *call(const daemon_args *a, zf_request *req, zf_config **
     return zf_config_get(*tree, "result");
 }
 
+/* A field of the daemon's answer, for display: one that is missing or of
+ * another kind shows as the default (the result of the lookup is not needed). */
 static const char *str(const zf_config *c, const char *key)
 {
     const char *s = NULL;
-    zf_config_string(c, key, "", &s);
+    ZF_IGNORE(zf_config_string(c, key, "", &s));
     return s ? s : "";
 }
 
 static long long num(const zf_config *c, const char *key)
 {
     int64_t v = 0;
-    zf_config_int(c, key, 0, &v);
+    ZF_IGNORE(zf_config_int(c, key, 0, &v)); /* as str */
     return (long long)v;
 }
 
 static double real(const zf_config *c, const char *key)
 {
     double v = 0;
-    zf_config_float(c, key, 0, &v);
+    ZF_IGNORE(zf_config_float(c, key, 0, &v)); /* as str */
     return v;
 }
 
@@ -225,7 +233,7 @@ static void print_abandoned(const zf_config *list)
     for (size_t i = 0; i < zf_config_len(list); i++) {
         const zf_config *t = zf_config_at(list, i);
         bool alive = false;
-        zf_config_bool(t, "alive", false, &alive);
+        ZF_IGNORE(zf_config_bool(t, "alive", false, &alive)); /* as str */
         printf("  abandoned thread %lld: node '%s' of %s (%s), in %s, %.2f s CPU, %s\n",
                num(t, "tid"), str(t, "node"), str(t, "instance_name"), str(t, "instance"),
                str(t, "in"), real(t, "cpu_s"), alive ? "still alive" : "gone");

@@ -28,27 +28,28 @@ static void validate_help(void)
 
 static void diag_json(const zf_diag *d)
 {
-    printf("{\"valid\":false,\"errors\":[");
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_put_bool(w, "valid", false);
+    zf_json_open_array(w, "errors");
     for (size_t i = 0; i < zf_diag_count(d); i++) {
         const zf_diag_entry *e = zf_diag_get(d, i);
-        printf("%s{\"file\":\"", i ? "," : "");
-        for (const char *p = e->file ? e->file : ""; *p; p++)
-            printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-        printf("\",\"line\":%u,\"col\":%u,\"field\":\"", e->line, e->col);
-        for (const char *p = e->field ? e->field : ""; *p; p++)
-            printf(*p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-        printf("\",\"message\":\"");
-        for (const char *p = e->message; *p; p++) {
-            if (*p == '"' || *p == '\\')
-                printf("\\%c", *p);
-            else if (*p == '\n')
-                printf("\\n");
-            else if ((unsigned char)*p >= 0x20)
-                putchar(*p);
-        }
-        printf("\"}");
+        zf_json_open_object(w, NULL);
+        zf_json_put_string(w, "file", e->file ? e->file : "");
+        zf_json_put_uint(w, "line", e->line);
+        zf_json_put_uint(w, "col", e->col);
+        zf_json_put_string(w, "field", e->field ? e->field : "");
+        zf_json_put_string(w, "message", e->message);
+        zf_json_close(w);
     }
-    printf("]}\n");
+    zf_json_close(w);
+    zf_json_close(w);
+    char *text = zf_json_writer_finish(w);
+    if (text)
+        printf("%s\n", text);
+    else
+        fprintf(stderr, "zfctl: %s\n", zf_last_error());
+    zf_free(text);
 }
 
 int cmd_validate(int argc, char **argv)
@@ -135,9 +136,10 @@ int cmd_graph(int argc, char **argv)
             graph_help();
             return EXIT_OK;
         } else if (args_var(argc, argv, &i, &fa)) {
-        } else if (!strncmp(s, "--svg", 5) || !strncmp(s, "--png", 5)) {
-            fmt = s[3] == 'v' ? "-Tsvg" : "-Tpng";
-            out = args_value(argc, argv, &i, "graph");
+        } else if (args_opt(argc, argv, &i, "--svg", "graph", &out)) {
+            fmt = "-Tsvg";
+        } else if (args_opt(argc, argv, &i, "--png", "graph", &out)) {
+            fmt = "-Tpng";
         } else if (s[0] == '-') {
             usage_error("graph", "unknown option '%s'", s);
         } else if (!fa.path) {

@@ -1,6 +1,8 @@
 /* zfctl: argument helpers, descriptor loading, formatting. */
 #include "zfctl.h"
 
+#include "args.h"
+
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +18,12 @@ _Noreturn void usage_error(const char *cmd, const char *fmt, ...)
     exit(EXIT_USAGE);
 }
 
-const char *args_value(int argc, char **argv, int *i, const char *cmd)
+bool args_opt(int argc, char **argv, int *i, const char *name, const char *cmd, const char **value)
 {
-    const char *a = argv[*i];
-    const char *eq = strchr(a, '=');
-    if (a[0] == '-' && a[1] == '-' && eq)
-        return eq + 1;
-    if (*i + 1 >= argc)
-        usage_error(cmd, "%s needs a value", a);
-    return argv[++*i];
+    zf_arg r = zf_arg_value(argc, argv, i, name, value);
+    if (r == ZF_ARG_MISSING)
+        usage_error(cmd, "%s needs a value", name);
+    return r == ZF_ARG_VALUE;
 }
 
 static void add_var(flow_args *fa, const char *opt, const char *kv)
@@ -42,12 +41,12 @@ static void add_var(flow_args *fa, const char *opt, const char *kv)
 
 bool args_var(int argc, char **argv, int *i, flow_args *fa)
 {
-    const char *a = argv[*i];
-    bool one = !strcmp(a, "--var") || !strncmp(a, "--var=", 6);
-    bool list = !strcmp(a, "--vars") || !strncmp(a, "--vars=", 7);
+    const char *v = NULL;
+    bool one = args_opt(argc, argv, i, "--var", "", &v);
+    bool list = !one && args_opt(argc, argv, i, "--vars", "", &v);
     if (!one && !list)
         return false;
-    char *kv = (char *)args_value(argc, argv, i, "");
+    char *kv = (char *)v;
     if (one) {
         add_var(fa, "--var", kv);
         return true;

@@ -28,8 +28,11 @@ typedef struct flow_args {
  * list is split in argv) at argv[*i]; true if it was one. Exits on a bad
  * one. */
 bool args_var(int argc, char **argv, int *i, flow_args *fa);
-/* The value of an option needing one, or exit with a usage error. */
-const char *args_value(int argc, char **argv, int *i, const char *cmd);
+/* True if argv[*i] is the option NAME exactly, as "NAME VALUE" (VALUE is the
+ * next argument, consumed) or "NAME=VALUE"; *value is then VALUE. "NAME"
+ * with no value left exits with a usage error; another option, even one NAME
+ * is a prefix of, is not NAME (false). */
+bool args_opt(int argc, char **argv, int *i, const char *name, const char *cmd, const char **value);
 /* Exit with "zfctl CMD: MSG" and a pointer to --help. */
 _Noreturn void usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -3,7 +3,6 @@
  * Entries are reference-counted: a request holds its entry while it works
  * on the instance, so a concurrent destroy cannot free it underneath. The
  * table lock is never held across a slow call (a drain takes seconds). */
-#include "jw.h"
 #include "zfd.h"
 
 #include <errno.h>
@@ -29,11 +28,11 @@ struct entry {
 };
 
 /* A success response with the writer's JSON as result. */
-static char *ok(jw *w)
+static char *ok(zf_json_writer *w)
 {
-    char *result = jw_steal(w);
+    char *result = zf_json_writer_finish(w);
     char *resp = result ? zf_response_ok(result) : NULL;
-    free(result);
+    zf_free(result);
     return resp;
 }
 
@@ -234,11 +233,12 @@ static char *check_sources(zfd_daemon *d, const zf_flow *f, const char *desc_dir
     }
     if (!msg[0])
         return NULL;
-    jw w;
-    jw_init(&w);
+    zf_json_writer *w = zf_json_writer_new(); /* the folders as a JSON list */
+    zf_json_open_array(w, NULL);
     for (size_t k = 0; k < d->n_lib_paths; k++)
-        jw_str(&w, NULL, d->lib_paths[k]);
-    char *dirs = jw_steal(&w);
+        zf_json_put_string(w, NULL, d->lib_paths[k]);
+    zf_json_close(w);
+    char *dirs = zf_json_writer_finish(w);
     char *r = zf_response_error(ZF_EPERM,
                                 "%s. This daemon loads node code only from: %s%s%s%s%s (start zfd "
                                 "with --lib-path DIR%s)",
@@ -356,7 +356,8 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
         /* SIGTERM came while this deploy ran: the daemon destroys what it
          * hosts; say so rather than hand out an instance about to go. */
         zf_stop_report r;
-        zf_instance_stop(inst, &r);
+        /* ZF_OK for an instance: what the stop met is in r, logged */
+        ZF_IGNORE(zf_instance_stop(inst, &r));
         log_report(en->uuid, en->name, &r);
         entry_unref(d, en); /* never listed: the last reference */
         resp = zf_response_error(ZF_ECLOSED,
@@ -371,8 +372,8 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
         entry_unref(d, en); /* never listed: the last reference */
         goto out;
     }
-    if (req->start)
-        zf_instance_start(inst);
+    if (req->start && zf_instance_start(inst) != ZF_OK) /* the answer says CREATED */
+        zfd_log(ZF_LOG_WARN, "%s: not started: %s", en->uuid, zf_last_error());
     entry **tail = &d->list; /* creation order */
     while (*tail)
         tail = &(*tail)->next;
@@ -383,15 +384,14 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
     snprintf(line, sizeof line, "deployed %s (%s)%s", en->uuid, en->name,
              req->start ? " and started it" : "");
     zfd_log(ZF_LOG_INFO, "%s", line);
-    jw w;
-    jw_init(&w);
-    jw_obj(&w, NULL);
-    jw_str(&w, "uuid", en->uuid);
-    jw_str(&w, "name", en->name);
-    jw_str(&w, "state", zf_instance_state_name(zf_instance_state_get(inst)));
-    jw_str(&w, "worker", d->name);
-    jw_end_obj(&w);
-    resp = ok(&w);
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_put_string(w, "uuid", en->uuid);
+    zf_json_put_string(w, "name", en->name);
+    zf_json_put_string(w, "state", zf_instance_state_name(zf_instance_state_get(inst)));
+    zf_json_put_string(w, "worker", d->name);
+    zf_json_close(w);
+    resp = ok(w);
 out:
     zf_flow_free(f);
     zf_diag_free(dg);
@@ -399,58 +399,58 @@ out:
     return resp;
 }
 
-static void abandoned_json(zfd_daemon *d, jw *w, const char *uuid);
+static void abandoned_json(zfd_daemon *d, zf_json_writer *w, const char *uuid);
 
 /* ---- list, status ---- */
 
 static char *list(zfd_daemon *d)
 {
-    jw w;
-    jw_init(&w);
-    jw_obj(&w, NULL);
-    jw_arr(&w, "instances");
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_open_array(w, "instances");
     pthread_mutex_lock(&d->mu);
     for (entry *e = d->list; e; e = e->next) {
         char status[256], created[32];
         iso_time(e->created, created, sizeof created);
-        jw_obj(&w, NULL);
-        jw_str(&w, "uuid", e->uuid);
-        jw_str(&w, "name", e->name);
-        jw_str(&w, "status", status_text(e->inst, status, sizeof status));
-        jw_arr(&w, "workers");
-        jw_str(&w, NULL, d->name);
-        jw_end_arr(&w);
-        jw_str(&w, "created", created);
-        jw_end_obj(&w);
+        zf_json_open_object(w, NULL);
+        zf_json_put_string(w, "uuid", e->uuid);
+        zf_json_put_string(w, "name", e->name);
+        zf_json_put_string(w, "status", status_text(e->inst, status, sizeof status));
+        zf_json_open_array(w, "workers");
+        zf_json_put_string(w, NULL, d->name);
+        zf_json_close(w);
+        zf_json_put_string(w, "created", created);
+        zf_json_close(w);
     }
     pthread_mutex_unlock(&d->mu);
-    jw_end_arr(&w);
-    jw_end_obj(&w);
-    return ok(&w);
+    zf_json_close(w);
+    zf_json_close(w);
+    return ok(w);
 }
 
-static void report_json(jw *w, const char *key, const zf_stop_report *r)
+static void report_json(zf_json_writer *w, const char *key, const zf_stop_report *r)
 {
-    jw_obj(w, key);
-    jw_uint(w, "in_flight_at_stop", r->in_flight_at_stop);
-    jw_uint(w, "delivered_in_drain", r->delivered_in_drain);
-    jw_uint(w, "dropped", r->dropped);
-    jw_uint(w, "dropped_in_drain", r->dropped_in_drain);
-    jw_uint(w, "release_callbacks", r->releases);
-    jw_uint(w, "pool_bytes_before", r->pool_bytes_before);
-    jw_uint(w, "bytes_freed",
-            r->pool_bytes_before > r->pool_bytes_after ? r->pool_bytes_before - r->pool_bytes_after
-                                                       : 0);
-    jw_uint(w, "pool_bytes_after", r->pool_bytes_after);
-    jw_uint(w, "bytes_abandoned", r->bytes_abandoned);
-    jw_uint(w, "bytes_leaked", r->bytes_leaked);
-    jw_uint(w, "pool_high_water", r->pool_high_water);
-    jw_uint(w, "nodes_abandoned", r->nodes_abandoned);
-    jw_uint(w, "shared_writes", r->shared_writes);
-    jw_num(w, "drain_s", (double)r->drain_ns / 1e9);
-    jw_bool(w, "drain_timed_out", r->drain_timed_out);
-    jw_str(w, "held", r->holders);
-    jw_end_obj(w);
+    zf_json_open_object(w, key);
+    zf_json_put_uint(w, "in_flight_at_stop", r->in_flight_at_stop);
+    zf_json_put_uint(w, "delivered_in_drain", r->delivered_in_drain);
+    zf_json_put_uint(w, "dropped", r->dropped);
+    zf_json_put_uint(w, "dropped_in_drain", r->dropped_in_drain);
+    zf_json_put_uint(w, "release_callbacks", r->releases);
+    zf_json_put_uint(w, "pool_bytes_before", r->pool_bytes_before);
+    zf_json_put_uint(w, "bytes_freed",
+                     r->pool_bytes_before > r->pool_bytes_after
+                         ? r->pool_bytes_before - r->pool_bytes_after
+                         : 0);
+    zf_json_put_uint(w, "pool_bytes_after", r->pool_bytes_after);
+    zf_json_put_uint(w, "bytes_abandoned", r->bytes_abandoned);
+    zf_json_put_uint(w, "bytes_leaked", r->bytes_leaked);
+    zf_json_put_uint(w, "pool_high_water", r->pool_high_water);
+    zf_json_put_uint(w, "nodes_abandoned", r->nodes_abandoned);
+    zf_json_put_uint(w, "shared_writes", r->shared_writes);
+    zf_json_put_double(w, "drain_s", (double)r->drain_ns / 1e9);
+    zf_json_put_bool(w, "drain_timed_out", r->drain_timed_out);
+    zf_json_put_string(w, "held", r->holders);
+    zf_json_close(w);
 }
 
 static char *status(zfd_daemon *d, entry *e)
@@ -462,71 +462,70 @@ static char *status(zfd_daemon *d, entry *e)
     double up = (double)(now - e->created_ns) / 1e9;
     char created[32], status_buf[256];
     iso_time(e->created, created, sizeof created);
-    jw w;
-    jw_init(&w);
-    jw_obj(&w, NULL);
-    jw_str(&w, "uuid", e->uuid);
-    jw_str(&w, "name", e->name);
-    jw_str(&w, "state", zf_instance_state_name(s->state));
-    jw_str(&w, "status", status_text(e->inst, status_buf, sizeof status_buf));
-    jw_str(&w, "created", created);
-    jw_num(&w, "uptime_s", up);
-    jw_num(&w, "state_for_s", (double)(now - s->state_since_ns) / 1e9);
-    jw_arr(&w, "workers");
-    jw_str(&w, NULL, d->name);
-    jw_end_arr(&w);
-    jw_obj(&w, "pool");
-    jw_uint(&w, "bytes_in_use", s->pool.bytes_in_use);
-    jw_uint(&w, "bytes_high_water", s->pool.bytes_high_water);
-    jw_uint(&w, "bytes_mapped", s->pool.bytes_mapped);
-    jw_uint(&w, "allocations", s->pool.allocs);
-    jw_uint(&w, "refused", s->pool.alloc_failures);
-    jw_end_obj(&w);
-    jw_arr(&w, "nodes");
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_put_string(w, "uuid", e->uuid);
+    zf_json_put_string(w, "name", e->name);
+    zf_json_put_string(w, "state", zf_instance_state_name(s->state));
+    zf_json_put_string(w, "status", status_text(e->inst, status_buf, sizeof status_buf));
+    zf_json_put_string(w, "created", created);
+    zf_json_put_double(w, "uptime_s", up);
+    zf_json_put_double(w, "state_for_s", (double)(now - s->state_since_ns) / 1e9);
+    zf_json_open_array(w, "workers");
+    zf_json_put_string(w, NULL, d->name);
+    zf_json_close(w);
+    zf_json_open_object(w, "pool");
+    zf_json_put_uint(w, "bytes_in_use", s->pool.bytes_in_use);
+    zf_json_put_uint(w, "bytes_high_water", s->pool.bytes_high_water);
+    zf_json_put_uint(w, "bytes_mapped", s->pool.bytes_mapped);
+    zf_json_put_uint(w, "allocations", s->pool.allocs);
+    zf_json_put_uint(w, "refused", s->pool.alloc_failures);
+    zf_json_close(w);
+    zf_json_open_array(w, "nodes");
     for (size_t i = 0; i < s->n_nodes; i++) {
         const zf_node_stats *n = &s->nodes[i];
-        jw_obj(&w, NULL);
-        jw_str(&w, "id", n->id);
-        jw_str(&w, "kind", zf_node_kind_name(n->kind));
-        jw_str(&w, "state", zf_node_state_name(n->state));
-        jw_str(&w, "reason", n->reason);
-        jw_num(&w, "state_for_s", (double)(now - n->since_ns) / 1e9);
-        jw_str(&w, "worker", d->name);
-        jw_uint(&w, "callbacks", n->callbacks);
-        jw_uint(&w, "errors", n->errors);
-        jw_uint(&w, "restarts", 0);
-        jw_uint(&w, "sent", n->sent);
-        jw_uint(&w, "alloc_failures", n->alloc_failures);
-        jw_uint(&w, "degraded_count", n->degraded_count);
+        zf_json_open_object(w, NULL);
+        zf_json_put_string(w, "id", n->id);
+        zf_json_put_string(w, "kind", zf_node_kind_name(n->kind));
+        zf_json_put_string(w, "state", zf_node_state_name(n->state));
+        zf_json_put_string(w, "reason", n->reason);
+        zf_json_put_double(w, "state_for_s", (double)(now - n->since_ns) / 1e9);
+        zf_json_put_string(w, "worker", d->name);
+        zf_json_put_uint(w, "callbacks", n->callbacks);
+        zf_json_put_uint(w, "errors", n->errors);
+        zf_json_put_uint(w, "restarts", 0);
+        zf_json_put_uint(w, "sent", n->sent);
+        zf_json_put_uint(w, "alloc_failures", n->alloc_failures);
+        zf_json_put_uint(w, "degraded_count", n->degraded_count);
         if (n->last_progress_ns)
-            jw_num(&w, "last_progress_s_ago", (double)(now - n->last_progress_ns) / 1e9);
+            zf_json_put_double(w, "last_progress_s_ago", (double)(now - n->last_progress_ns) / 1e9);
         else
-            jw_str(&w, "last_progress_s_ago", NULL);
-        jw_end_obj(&w);
+            zf_json_put_string(w, "last_progress_s_ago", NULL);
+        zf_json_close(w);
     }
-    jw_end_arr(&w);
-    jw_arr(&w, "links");
+    zf_json_close(w);
+    zf_json_open_array(w, "links");
     for (size_t i = 0; i < s->n_links; i++) {
         const zf_link_info *l = &s->links[i];
-        jw_obj(&w, NULL);
-        jw_str(&w, "from", l->from);
-        jw_str(&w, "to", l->to);
-        jw_str(&w, "policy", zf_policy_name(l->stats.policy));
-        jw_uint(&w, "capacity", l->stats.capacity);
-        jw_uint(&w, "depth", l->stats.depth);
-        jw_uint(&w, "high_water", l->stats.high_water);
-        jw_uint(&w, "enqueued", l->stats.enqueued);
-        jw_uint(&w, "dequeued", l->stats.dequeued);
-        jw_uint(&w, "dropped", l->stats.dropped);
-        jw_num(&w, "blocked_s", (double)l->stats.blocked_ns / 1e9);
-        jw_num(&w, "throughput_per_s", up > 0 ? (double)l->stats.dequeued / up : 0.0);
-        jw_end_obj(&w);
+        zf_json_open_object(w, NULL);
+        zf_json_put_string(w, "from", l->from);
+        zf_json_put_string(w, "to", l->to);
+        zf_json_put_string(w, "policy", zf_policy_name(l->stats.policy));
+        zf_json_put_uint(w, "capacity", l->stats.capacity);
+        zf_json_put_uint(w, "depth", l->stats.depth);
+        zf_json_put_uint(w, "high_water", l->stats.high_water);
+        zf_json_put_uint(w, "enqueued", l->stats.enqueued);
+        zf_json_put_uint(w, "dequeued", l->stats.dequeued);
+        zf_json_put_uint(w, "dropped", l->stats.dropped);
+        zf_json_put_double(w, "blocked_s", (double)l->stats.blocked_ns / 1e9);
+        zf_json_put_double(w, "throughput_per_s", up > 0 ? (double)l->stats.dequeued / up : 0.0);
+        zf_json_close(w);
     }
-    jw_end_arr(&w);
-    abandoned_json(d, &w, e->uuid);
-    jw_end_obj(&w);
+    zf_json_close(w);
+    abandoned_json(d, w, e->uuid);
+    zf_json_close(w);
     zf_instance_stats_free(s);
-    return ok(&w);
+    return ok(w);
 }
 
 /* ---- lifecycle ---- */
@@ -541,10 +540,12 @@ static char *transition(entry *e, zf_op op)
     zf_err err = op == ZF_OP_SUSPEND ? zf_instance_suspend(e->inst) : zf_instance_start(e->inst);
     if (err != ZF_OK)
         return zf_response_error(err, "%s", zf_last_error());
-    char buf[160];
-    snprintf(buf, sizeof buf, "{\"uuid\":\"%s\",\"state\":\"%s\"}", e->uuid,
-             zf_instance_state_name(zf_instance_state_get(e->inst)));
-    return zf_response_ok(buf);
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_put_string(w, "uuid", e->uuid);
+    zf_json_put_string(w, "state", zf_instance_state_name(zf_instance_state_get(e->inst)));
+    zf_json_close(w);
+    return ok(w);
 }
 
 static void log_report(const char *uuid, const char *name, const zf_stop_report *r)
@@ -589,17 +590,17 @@ static char *destroy(zfd_daemon *d, entry *e)
     if (!take_out(d, e))
         return zf_response_error(ZF_ESTATE, "instance %s is already being destroyed", e->uuid);
     zf_stop_report r;
-    zf_instance_stop(e->inst, &r);
+    /* ZF_OK for an instance: what the stop met is in r, logged and answered */
+    ZF_IGNORE(zf_instance_stop(e->inst, &r));
     log_report(e->uuid, e->name, &r);
-    jw w;
-    jw_init(&w);
-    jw_obj(&w, NULL);
-    jw_str(&w, "uuid", e->uuid);
-    jw_str(&w, "name", e->name);
-    jw_str(&w, "state", "DESTROYED");
-    report_json(&w, "report", &r);
-    jw_end_obj(&w);
-    return ok(&w);
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_put_string(w, "uuid", e->uuid);
+    zf_json_put_string(w, "name", e->name);
+    zf_json_put_string(w, "state", "DESTROYED");
+    report_json(w, "report", &r);
+    zf_json_close(w);
+    return ok(w);
 }
 
 void zfd_destroy_all(zfd_daemon *d)
@@ -622,29 +623,32 @@ void zfd_destroy_all(zfd_daemon *d)
 
 /* "abandoned_threads": [...] of the whole daemon (uuid NULL) or of one
  * instance: threads left inside node code, which may still burn a core. */
-static void abandoned_json(zfd_daemon *d, jw *w, const char *uuid)
+static void abandoned_json(zfd_daemon *d, zf_json_writer *w, const char *uuid)
 {
     zf_abandoned_thread *t = NULL;
     size_t n = 0;
-    zf_runtime_abandoned(d->rt, &t, &n);
+    if (zf_runtime_abandoned(d->rt, &t, &n) != ZF_OK) { /* out of memory: not known */
+        zf_json_put_null(w, "abandoned_threads");
+        return;
+    }
     uint64_t now = zf_clock_ns();
-    jw_arr(w, "abandoned_threads");
+    zf_json_open_array(w, "abandoned_threads");
     for (size_t i = 0; i < n; i++) {
         if (uuid && strcmp(uuid, t[i].instance) != 0)
             continue;
-        jw_obj(w, NULL);
-        jw_str(w, "node", t[i].node);
-        jw_str(w, "instance", t[i].instance);
-        jw_str(w, "instance_name", t[i].instance_name);
-        jw_str(w, "in", t[i].in);
-        jw_int(w, "tid", t[i].tid);
-        jw_bool(w, "alive", t[i].alive);
-        jw_num(w, "cpu_s", (double)t[i].cpu_ns / 1e9);
-        jw_num(w, "for_s", (double)(now - t[i].since_ns) / 1e9);
-        jw_end_obj(w);
+        zf_json_open_object(w, NULL);
+        zf_json_put_string(w, "node", t[i].node);
+        zf_json_put_string(w, "instance", t[i].instance);
+        zf_json_put_string(w, "instance_name", t[i].instance_name);
+        zf_json_put_string(w, "in", t[i].in);
+        zf_json_put_int(w, "tid", t[i].tid);
+        zf_json_put_bool(w, "alive", t[i].alive);
+        zf_json_put_double(w, "cpu_s", (double)t[i].cpu_ns / 1e9);
+        zf_json_put_double(w, "for_s", (double)(now - t[i].since_ns) / 1e9);
+        zf_json_close(w);
     }
-    jw_end_arr(w);
-    free(t);
+    zf_json_close(w);
+    zf_free(t);
 }
 
 /* ---- dispatch ---- */
@@ -654,22 +658,34 @@ static char *workers(zfd_daemon *d)
     pthread_mutex_lock(&d->mu);
     size_t n = d->count;
     pthread_mutex_unlock(&d->mu);
-    jw w;
-    jw_init(&w);
-    jw_obj(&w, NULL);
-    jw_arr(&w, "workers");
-    jw_obj(&w, NULL);
-    jw_str(&w, "name", d->name);
-    jw_int(&w, "pid", getpid());
-    jw_uint(&w, "instances", n);
-    jw_num(&w, "uptime_s", (double)(zf_clock_ns() - d->started_ns) / 1e9);
-    jw_str(&w, "address", d->socket);
-    jw_str(&w, "version", ZF_VERSION_STRING);
-    abandoned_json(d, &w, NULL);
-    jw_end_obj(&w);
-    jw_end_arr(&w);
-    jw_end_obj(&w);
-    return ok(&w);
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_open_array(w, "workers");
+    zf_json_open_object(w, NULL);
+    zf_json_put_string(w, "name", d->name);
+    zf_json_put_int(w, "pid", getpid());
+    zf_json_put_uint(w, "instances", n);
+    zf_json_put_double(w, "uptime_s", (double)(zf_clock_ns() - d->started_ns) / 1e9);
+    zf_json_put_string(w, "address", d->socket);
+    zf_json_put_string(w, "version", ZF_VERSION_STRING);
+    abandoned_json(d, w, NULL);
+    zf_json_close(w);
+    zf_json_close(w);
+    zf_json_close(w);
+    return ok(w);
+}
+
+/* The worker's name is the operator's (--name, --config): written escaped. */
+static char *hello(zfd_daemon *d)
+{
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_put_string(w, "version", ZF_VERSION_STRING);
+    zf_json_put_int(w, "protocol", ZF_PROTOCOL_VERSION);
+    zf_json_put_string(w, "worker", d->name);
+    zf_json_put_int(w, "pid", getpid());
+    zf_json_close(w);
+    return ok(w);
 }
 
 char *zfd_handle(void *arg, const zf_request *req, const zf_peer *peer)
@@ -677,13 +693,8 @@ char *zfd_handle(void *arg, const zf_request *req, const zf_peer *peer)
     zfd_daemon *d = arg;
     (void)peer;
     switch (req->op) {
-    case ZF_OP_HELLO: {
-        char buf[256];
-        snprintf(buf, sizeof buf,
-                 "{\"version\":\"%s\",\"protocol\":%d,\"worker\":\"%s\",\"pid\":%d}",
-                 ZF_VERSION_STRING, ZF_PROTOCOL_VERSION, d->name, (int)getpid());
-        return zf_response_ok(buf);
-    }
+    case ZF_OP_HELLO:
+        return hello(d);
     case ZF_OP_DEPLOY:
         return deploy(d, req);
     case ZF_OP_LIST:

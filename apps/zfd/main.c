@@ -7,6 +7,8 @@
  * gracefully (each stop report logged), then exit 0. */
 #include "zfd.h"
 
+#include "args.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -152,14 +154,24 @@ static _Noreturn void die(const char *fmt, ...)
     exit(2);
 }
 
-static const char *value(int argc, char **argv, int *i)
+/* The option NAME at argv[*i] (args.h), or exit when its value is missing. */
+static bool opt(int argc, char **argv, int *i, const char *name, const char **v)
 {
-    const char *eq = strchr(argv[*i], '=');
-    if (argv[*i][0] == '-' && argv[*i][1] == '-' && eq)
-        return eq + 1;
-    if (*i + 1 >= argc)
-        die("%s needs a value (see zfd --help)", argv[*i]);
-    return argv[++*i];
+    zf_arg r = zf_arg_value(argc, argv, i, name, v);
+    if (r == ZF_ARG_MISSING)
+        die("%s needs a value (see zfd --help)", name);
+    return r == ZF_ARG_VALUE;
+}
+
+/* A whole decimal number from lo to hi, or exit naming the option. */
+static long number(const char *name, const char *v, long lo, long hi)
+{
+    char *end = NULL;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end || errno || x < lo || x > hi)
+        die("%s takes a number from %ld to %ld, got '%s'", name, lo, hi, v);
+    return x;
 }
 
 static void add_lib_path(opts *o, const char *dir)
@@ -176,7 +188,7 @@ static void add_lib_path(opts *o, const char *dir)
 static void parse_args(int argc, char **argv, opts *o)
 {
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *a = argv[i], *v = NULL;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             help(stdout);
             exit(0);
@@ -184,26 +196,20 @@ static void parse_args(int argc, char **argv, opts *o)
             printf("zfd %s (protocol %d, node ABI %u)\n", ZF_VERSION_STRING, ZF_PROTOCOL_VERSION,
                    ZF_ABI_VERSION);
             exit(0);
-        } else if (!strncmp(a, "--name", 6)) {
-            o->name = value(argc, argv, &i);
-        } else if (!strncmp(a, "--socket", 8)) {
-            o->socket = value(argc, argv, &i);
-        } else if (!strncmp(a, "--lib-path", 10)) {
-            add_lib_path(o, value(argc, argv, &i));
-        } else if (!strncmp(a, "--config", 8)) {
-            o->config = value(argc, argv, &i);
-        } else if (!strncmp(a, "--workers", 9)) {
-            int w = atoi(value(argc, argv, &i));
-            if (w < 1 || w > 256)
-                die("--workers takes a number from 1 to 256");
-            o->workers = (unsigned)w;
-        } else if (!strncmp(a, "--max-instances", 15)) {
-            long m = atol(value(argc, argv, &i));
-            if (m < 1 || m > 4000)
-                die("--max-instances takes a number from 1 to 4000");
-            o->max_instances = (size_t)m;
-        } else if (!strncmp(a, "--log", 5)) {
-            if (zf_log_level_parse(value(argc, argv, &i), &zfd_log_level) != ZF_OK)
+        } else if (opt(argc, argv, &i, "--name", &v)) {
+            o->name = v;
+        } else if (opt(argc, argv, &i, "--socket", &v)) {
+            o->socket = v;
+        } else if (opt(argc, argv, &i, "--lib-path", &v)) {
+            add_lib_path(o, v);
+        } else if (opt(argc, argv, &i, "--config", &v)) {
+            o->config = v;
+        } else if (opt(argc, argv, &i, "--workers", &v)) {
+            o->workers = (unsigned)number("--workers", v, 1, 256);
+        } else if (opt(argc, argv, &i, "--max-instances", &v)) {
+            o->max_instances = (size_t)number("--max-instances", v, 1, 4000);
+        } else if (opt(argc, argv, &i, "--log", &v)) {
+            if (zf_log_level_parse(v, &zfd_log_level) != ZF_OK)
                 die("--log: %s", zf_last_error());
             o->log_set = true;
         } else if (!strcmp(a, "--allow-descriptor-dir")) {
@@ -211,7 +217,7 @@ static void parse_args(int argc, char **argv, opts *o)
         } else if (!strcmp(a, "--allow-writable-lib-path")) {
             o->allow_writable = true;
         } else {
-            die("unknown argument '%s' (see zfd --help)", a);
+            die("unknown %s '%s' (see zfd --help)", a[0] == '-' ? "option" : "argument", a);
         }
     }
 }

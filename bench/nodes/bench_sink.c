@@ -6,8 +6,7 @@
 static zf_err sink_init(zf_node *n, void **state)
 {
     int64_t addr = 0;
-    zf_config_int(zf_node_config(n), "shared", 0, &addr);
-    if (!addr) {
+    if (zf_config_int(zf_node_config(n), "shared", 0, &addr) != ZF_OK || !addr) {
         zf_node_set_error(n, "bench nodes run inside zf-bench only");
         return ZF_EINVAL;
     }

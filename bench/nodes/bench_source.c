@@ -10,14 +10,16 @@
 static zf_err src_init(zf_node *n, void **state)
 {
     int64_t addr = 0;
-    zf_config_int(zf_node_config(n), "shared", 0, &addr);
-    if (!addr) {
+    if (zf_config_int(zf_node_config(n), "shared", 0, &addr) != ZF_OK || !addr) {
         zf_node_set_error(n, "bench nodes run inside zf-bench only");
         return ZF_EINVAL;
     }
     bench_shared *b = (void *)(uintptr_t)addr;
-    if (b->reserve)
-        zf_data_reserve(n, (size_t)b->size, (size_t)b->reserve);
+    zf_err e = b->reserve ? zf_data_reserve(n, (size_t)b->size, (size_t)b->reserve) : ZF_OK;
+    if (e != ZF_OK) {
+        zf_node_set_error(n, "reserving %d capsules: %s", (int)b->reserve, zf_last_error());
+        return e;
+    }
     *state = b;
     return ZF_OK;
 }
@@ -43,8 +45,10 @@ static zf_err src_produce(void *state, zf_node *n)
     zf_err e = zf_data_alloc(n, (size_t)b->size, &d);
     if (e != ZF_OK)
         return e;
-    if (b->lockstep) /* zf_data_alloc stamps too; latency wants the last word */
-        zf_data_set_timestamp(d, zf_clock_ns());
+    /* zf_data_alloc stamps too; latency wants the last word (d is unique:
+     * setting it cannot fail) */
+    if (b->lockstep)
+        ZF_IGNORE(zf_data_set_timestamp(d, zf_clock_ns()));
     atomic_fetch_add_explicit(&b->sent, 1, memory_order_relaxed);
     return zf_send(n, 0, &d);
 }

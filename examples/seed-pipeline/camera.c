@@ -107,17 +107,24 @@ static zf_err camera_init(zf_node *n, void **state)
     const char *size = "10MiB";
     uint64_t bytes = 0;
     int64_t buffers = 64;
-    zf_config_bool(cfg, "pinned", false, &c->pinned);
-    zf_config_int(cfg, "buffers", 64, &buffers);
-    zf_config_int(cfg, "frames", 0, &c->max_frames);
+    int64_t reserve = 0;
+    if (zf_config_bool(cfg, "pinned", false, &c->pinned) != ZF_OK ||
+        zf_config_int(cfg, "buffers", 64, &buffers) != ZF_OK ||
+        zf_config_int(cfg, "frames", 0, &c->max_frames) != ZF_OK ||
+        zf_config_int(cfg, "reserve", 0, &reserve) != ZF_OK) {
+        zf_node_set_error(n, "%s",
+                          zf_last_error()); /* "configuration 'KEY' is ..., expected ..." */
+        free(c);
+        return ZF_ETYPE;
+    }
     const zf_config *fb = zf_config_get(cfg, "frame_bytes");
     if (fb && zf_config_kind_of(fb) == ZF_CFG_INT) {
         int64_t v = 0;
-        zf_config_int(cfg, "frame_bytes", 0, &v);
+        ZF_IGNORE(zf_config_int(cfg, "frame_bytes", 0, &v)); /* an integer: checked above */
         bytes = v > 0 ? (uint64_t)v : 0;
     } else {
-        zf_config_string(cfg, "frame_bytes", size, &size);
-        if (zf_parse_size(size, &bytes) != ZF_OK) {
+        if (zf_config_string(cfg, "frame_bytes", size, &size) != ZF_OK ||
+            zf_parse_size(size, &bytes) != ZF_OK) {
             zf_node_set_error(n, "frame_bytes: %s", zf_last_error());
             free(c);
             return ZF_EINVAL;
@@ -136,8 +143,6 @@ static zf_err camera_init(zf_node *n, void **state)
         free(c);
         return ZF_ENOMEM;
     }
-    int64_t reserve = 0;
-    zf_config_int(cfg, "reserve", 0, &reserve);
     if (!c->pinned && reserve > 0 && zf_data_reserve(n, c->frame_bytes, (size_t)reserve) != ZF_OK)
         zf_node_log(n, ZF_LOG_WARN, "cannot reserve %lld frames: %s", (long long)reserve,
                     zf_last_error());
@@ -200,7 +205,7 @@ static zf_err camera_produce(void *state, zf_node *n)
         fill(zf_data_mut(&d), c->frame_bytes, c->seq + 1);
     }
     c->seq++;
-    zf_data_set_seq(d, c->seq);
+    ZF_IGNORE(zf_data_set_seq(d, c->seq)); /* d is unique (allocated above): cannot fail */
     return zf_send(n, 0, &d);
 }
 

@@ -28,12 +28,17 @@ static zf_err detect_init(zf_node *n, void **state)
     if (!d)
         return ZF_ENOMEM;
     const zf_config *cfg = zf_node_config(n);
-    zf_config_int(cfg, "hang_on_frame", 0, &d->hang_on);
-    zf_config_int(cfg, "hang_every_frames", 0, &d->hang_every);
-    zf_config_int(cfg, "fail_from_frame", 0, &d->fail_from);
-    zf_config_int(cfg, "fail_to_frame", 0, &d->fail_to);
     const char *hang_for = "forever";
-    zf_config_string(cfg, "hang_for", "forever", &hang_for);
+    if (zf_config_int(cfg, "hang_on_frame", 0, &d->hang_on) != ZF_OK ||
+        zf_config_int(cfg, "hang_every_frames", 0, &d->hang_every) != ZF_OK ||
+        zf_config_int(cfg, "fail_from_frame", 0, &d->fail_from) != ZF_OK ||
+        zf_config_int(cfg, "fail_to_frame", 0, &d->fail_to) != ZF_OK ||
+        zf_config_string(cfg, "hang_for", "forever", &hang_for) != ZF_OK) {
+        zf_node_set_error(n, "%s",
+                          zf_last_error()); /* "configuration 'KEY' is ..., expected ..." */
+        free(d);
+        return ZF_ETYPE;
+    }
     d->hang_ns = -1;
     if (strcmp(hang_for, "forever") != 0 && zf_parse_duration(hang_for, &d->hang_ns) != ZF_OK) {
         zf_node_set_error(n, "hang_for: %s", zf_last_error());

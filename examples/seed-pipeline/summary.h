@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The `summary` path (malloc'd), or NULL: none, or not a string (logged). */
 static inline char *summary_path(zf_node *n)
 {
     const char *p = NULL;
-    zf_config_string(zf_node_config(n), "summary", NULL, &p);
+    if (zf_config_string(zf_node_config(n), "summary", NULL, &p) != ZF_OK)
+        zf_node_log(n, ZF_LOG_WARN, "no summary written: %s", zf_last_error());
     return p && *p ? strdup(p) : NULL;
 }
 

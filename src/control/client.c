@@ -94,12 +94,14 @@ zf_err zf_client_call(zf_client *c, const zf_request *req, zf_config **response,
         return zfi_error(ZF_ETIMEDOUT, "the daemon did not answer within %d ms", timeout_ms);
     if (e != ZF_OK)
         return e;
-    char err[256];
     zf_config *tree = NULL;
-    e = zf_json_parse(resp, len, &tree, err, sizeof err);
+    e = zf_json_parse(resp, len, &tree);
     free(resp);
-    if (e != ZF_OK)
-        return zfi_error(ZF_EPROTO, "the daemon's answer is not JSON: %s", err);
+    if (e != ZF_OK) {
+        char why[256];
+        snprintf(why, sizeof why, "%s", zf_last_error());
+        return zfi_error(ZF_EPROTO, "the daemon's answer is not JSON: %s", why);
+    }
     if (zf_config_kind_of(tree) != ZF_CFG_MAP ||
         zf_config_kind_of(zf_config_get(tree, "ok")) != ZF_CFG_BOOL) {
         zf_config_free(tree);

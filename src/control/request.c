@@ -6,7 +6,7 @@
  * Every field is checked for kind and size: a request from a stranger is
  * hostile until proven otherwise. docs/protocol.md is the reference. */
 #include "core/common.h"
-#include "graph/flow.h"
+#include "core/config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,17 +17,6 @@
 #define MAX_PATH 4096
 #define MAX_VARS 1024
 #define MAX_VAR  (64u * 1024u)
-
-static const char *const op_names[ZF_OP_COUNT] = {
-    [ZF_OP_HELLO] = "hello",   [ZF_OP_DEPLOY] = "deploy",   [ZF_OP_LIST] = "list",
-    [ZF_OP_STATUS] = "status", [ZF_OP_START] = "start",     [ZF_OP_SUSPEND] = "suspend",
-    [ZF_OP_RESUME] = "resume", [ZF_OP_DESTROY] = "destroy", [ZF_OP_WORKERS] = "workers",
-};
-
-const char *zf_op_name(zf_op op)
-{
-    return (unsigned)op < ZF_OP_COUNT ? op_names[op] : NULL;
-}
 
 typedef struct request_impl {
     zf_request r;
@@ -45,15 +34,14 @@ void zf_request_free(zf_request *r)
     free(x);
 }
 
-static zf_err bad(char *err, size_t errlen, const char *fmt, ...) ZF_PRINTF(3, 4);
-static zf_err bad(char *err, size_t errlen, const char *fmt, ...)
+static zf_err bad(const char *fmt, ...) ZF_PRINTF(1, 2);
+static zf_err bad(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    if (err && errlen)
-        vsnprintf(err, errlen, fmt, ap);
+    zf_err e = zfi_verror(ZF_EPROTO, fmt, ap);
     va_end(ap);
-    return zfi_error(ZF_EPROTO, "%s", err ? err : "bad request");
+    return e;
 }
 
 /* The offset of the first control character in s (C0, DEL, or C1 as
@@ -74,25 +62,24 @@ static long control_at(const char *s, bool text)
  * 1..max bytes (0 allowed when empty_ok), with no control character (only
  * the descriptor, a text, may hold tabs and line breaks). */
 static zf_err str_field(const zf_config *o, const char *key, bool required, size_t max,
-                        bool empty_ok, const char **out, char *err, size_t errlen)
+                        bool empty_ok, const char **out)
 {
     const zf_config *v = zfi_config_member(o, key);
     *out = NULL;
     if (!v) {
         if (required)
-            return bad(err, errlen, "field '%s' is missing", key);
+            return bad("field '%s' is missing", key);
         return ZF_OK;
     }
     if (v->kind != ZF_CFG_STRING)
-        return bad(err, errlen, "field '%s' must be a string", key);
+        return bad("field '%s' must be a string", key);
     size_t n = strlen(v->text);
     if ((!n && !empty_ok) || n > max)
-        return bad(err, errlen, "field '%s' must be %s1 to %zu bytes long (got %zu)", key,
+        return bad("field '%s' must be %s1 to %zu bytes long (got %zu)", key,
                    empty_ok ? "0 or " : "", max, n);
     long at = control_at(v->text, strcmp(key, "descriptor") == 0);
     if (at >= 0)
-        return bad(err, errlen,
-                   "field '%s' holds a control character at byte %ld (expected printable "
+        return bad("field '%s' holds a control character at byte %ld (expected printable "
                    "UTF-8 text)",
                    key, at);
     *out = v->text;
@@ -105,11 +92,11 @@ static bool needs_id(zf_op op)
            op == ZF_OP_DESTROY;
 }
 
-static zf_err decode(request_impl *x, char *err, size_t errlen)
+static zf_err decode(request_impl *x)
 {
     const zf_config *o = x->tree;
     if (o->kind != ZF_CFG_MAP)
-        return bad(err, errlen, "a request is a JSON object");
+        return bad("a request is a JSON object");
     static const char *const known[] = {"v",    "op",   "id",   "descriptor",
                                         "path", "name", "vars", "start"};
     for (size_t i = 0; i < o->n; i++) {
@@ -122,44 +109,41 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
             for (const unsigned char *q = (const unsigned char *)o->keys[i]; *q && k < 60; q++)
                 key[k++] = *q >= 0x20 && *q < 0x7f ? (char)*q : '?'; /* echoed: printable */
             key[k] = '\0';
-            return bad(err, errlen, "unknown field '%s'", key);
+            return bad("unknown field '%s'", key);
         }
     }
     const zf_config *v = zfi_config_member(o, "v");
     if (!v || v->kind != ZF_CFG_INT || v->i < 1)
-        return bad(err, errlen, "field 'v' (the protocol version, an integer >= 1) is missing");
+        return bad("field 'v' (the protocol version, an integer >= 1) is missing");
     if (v->i > ZF_PROTOCOL_VERSION)
-        return bad(err, errlen, "protocol version %lld is newer than this side's %d",
-                   (long long)v->i, ZF_PROTOCOL_VERSION);
+        return bad("protocol version %lld is newer than this side's %d", (long long)v->i,
+                   ZF_PROTOCOL_VERSION);
     x->r.version = (uint32_t)v->i;
     const char *op;
-    zf_err e = str_field(o, "op", true, 32, false, &op, err, errlen);
+    zf_err e = str_field(o, "op", true, 32, false, &op);
     if (e != ZF_OK)
         return e;
     x->r.op = ZF_OP_COUNT;
     for (int i = 0; i < ZF_OP_COUNT; i++)
-        if (strcmp(op, op_names[i]) == 0)
+        if (strcmp(op, zf_op_name((zf_op)i)) == 0)
             x->r.op = (zf_op)i;
     if (x->r.op == ZF_OP_COUNT)
-        return bad(err, errlen,
-                   "unknown op '%.32s' (expected hello, deploy, list, status, start, suspend, "
+        return bad("unknown op '%.32s' (expected hello, deploy, list, status, start, suspend, "
                    "resume, destroy or workers)",
                    op); /* printable: str_field checked it */
-    if ((e = str_field(o, "id", needs_id(x->r.op), MAX_ID, false, &x->r.id, err, errlen)) != ZF_OK)
+    if ((e = str_field(o, "id", needs_id(x->r.op), MAX_ID, false, &x->r.id)) != ZF_OK)
         return e;
     bool deploy = x->r.op == ZF_OP_DEPLOY;
-    if ((e = str_field(o, "descriptor", deploy, ZF_FRAME_MAX, false, &x->r.descriptor, err,
-                       errlen)) != ZF_OK ||
-        (e = str_field(o, "path", deploy, MAX_PATH, false, &x->r.path, err, errlen)) != ZF_OK ||
-        (e = str_field(o, "name", false, MAX_NAME, false, &x->r.name, err, errlen)) != ZF_OK)
+    if ((e = str_field(o, "descriptor", deploy, ZF_FRAME_MAX, false, &x->r.descriptor)) != ZF_OK ||
+        (e = str_field(o, "path", deploy, MAX_PATH, false, &x->r.path)) != ZF_OK ||
+        (e = str_field(o, "name", false, MAX_NAME, false, &x->r.name)) != ZF_OK)
         return e;
     if (x->r.path && x->r.path[0] != '/')
-        return bad(err, errlen, "field 'path' must be an absolute path");
+        return bad("field 'path' must be an absolute path");
     const zf_config *vars = zfi_config_member(o, "vars");
     if (vars) {
         if (vars->kind != ZF_CFG_SEQ || vars->n > MAX_VARS)
-            return bad(err, errlen, "field 'vars' must be an array of at most %d strings",
-                       MAX_VARS);
+            return bad("field 'vars' must be an array of at most %d strings", MAX_VARS);
         x->vars = zfi_calloc(vars->n, sizeof *x->vars);
         if (!x->vars)
             return zfi_error(ZF_ENOMEM, "out of memory");
@@ -167,11 +151,10 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
             const zf_config *kv = vars->items[i];
             if (kv->kind != ZF_CFG_STRING || !strchr(kv->text, '=') || kv->text[0] == '=' ||
                 strlen(kv->text) > MAX_VAR)
-                return bad(err, errlen, "vars[%zu] must be a \"KEY=VALUE\" string", i);
+                return bad("vars[%zu] must be a \"KEY=VALUE\" string", i);
             long at = control_at(kv->text, false);
             if (at >= 0)
-                return bad(err, errlen,
-                           "vars[%zu] holds a control character at byte %ld (expected "
+                return bad("vars[%zu] holds a control character at byte %ld (expected "
                            "printable UTF-8 text)",
                            i, at);
             x->vars[i] = kv->text;
@@ -183,25 +166,23 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
     const zf_config *start = zfi_config_member(o, "start");
     if (start) {
         if (start->kind != ZF_CFG_BOOL)
-            return bad(err, errlen, "field 'start' must be true or false");
+            return bad("field 'start' must be true or false");
         x->r.start = start->b;
     }
     return ZF_OK;
 }
 
-zf_err zf_request_decode(const char *text, size_t len, zf_request **out, char *err, size_t errlen)
+zf_err zf_request_decode(const char *text, size_t len, zf_request **out)
 {
-    if (err && errlen)
-        err[0] = '\0';
     if (!text || !out)
         return zfi_error(ZF_EINVAL, "zf_request_decode: NULL argument");
     *out = NULL;
     request_impl *x = zfi_calloc(1, sizeof *x);
     if (!x)
         return zfi_error(ZF_ENOMEM, "out of memory");
-    zf_err e = zf_json_parse(text, len, &x->tree, err, errlen);
+    zf_err e = zf_json_parse(text, len, &x->tree);
     if (e == ZF_OK)
-        e = decode(x, err, errlen);
+        e = decode(x);
     if (e != ZF_OK) {
         zf_request_free(&x->r);
         return e;
@@ -210,44 +191,46 @@ zf_err zf_request_decode(const char *text, size_t len, zf_request **out, char *e
     return ZF_OK;
 }
 
-static void json_field(zfi_buf *b, const char *key, const char *val)
+/* An optional string member: absent when NULL. */
+static void optional(zf_json_writer *w, const char *key, const char *val)
 {
-    if (!val)
-        return;
-    zfi_buf_printf(b, ",\"%s\":", key);
-    zfi_buf_json_str(b, val);
+    if (val)
+        zf_json_put_string(w, key, val);
 }
 
 char *zf_request_encode(const zf_request *r)
 {
-    if (!r || !zf_op_name(r->op))
+    if (!r || (unsigned)r->op >= ZF_OP_COUNT)
         return NULL;
-    zfi_buf b;
-    zfi_buf_init(&b);
-    zfi_buf_printf(&b, "{\"v\":%d,\"op\":\"%s\"", ZF_PROTOCOL_VERSION, zf_op_name(r->op));
-    json_field(&b, "id", r->id);
-    json_field(&b, "descriptor", r->descriptor);
-    json_field(&b, "path", r->path);
-    json_field(&b, "name", r->name);
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_put_int(w, "v", ZF_PROTOCOL_VERSION);
+    zf_json_put_string(w, "op", zf_op_name(r->op));
+    optional(w, "id", r->id);
+    optional(w, "descriptor", r->descriptor);
+    optional(w, "path", r->path);
+    optional(w, "name", r->name);
     if (r->n_vars) {
-        zfi_buf_puts(&b, ",\"vars\":[");
-        for (size_t i = 0; i < r->n_vars; i++) {
-            if (i)
-                zfi_buf_puts(&b, ",");
-            zfi_buf_json_str(&b, r->vars[i]);
-        }
-        zfi_buf_puts(&b, "]");
+        zf_json_open_array(w, "vars");
+        for (size_t i = 0; i < r->n_vars; i++)
+            zf_json_put_string(w, NULL, r->vars[i]);
+        zf_json_close(w);
     }
     if (r->op == ZF_OP_DEPLOY)
-        zfi_buf_printf(&b, ",\"start\":%s", r->start ? "true" : "false");
-    zfi_buf_puts(&b, "}");
-    return zfi_buf_steal(&b);
+        zf_json_put_bool(w, "start", r->start);
+    zf_json_close(w);
+    return zf_json_writer_finish(w);
 }
 
 char *zf_response_ok(const char *result_json)
 {
-    return zfi_asprintf("{\"v\":%d,\"ok\":true,\"result\":%s}", ZF_PROTOCOL_VERSION,
-                        result_json ? result_json : "null");
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_put_int(w, "v", ZF_PROTOCOL_VERSION);
+    zf_json_put_bool(w, "ok", true);
+    zf_json_put_raw(w, "result", result_json);
+    zf_json_close(w);
+    return zf_json_writer_finish(w);
 }
 
 char *zf_response_error(zf_err code, const char *fmt, ...)
@@ -257,11 +240,14 @@ char *zf_response_error(zf_err code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    zfi_buf b;
-    zfi_buf_init(&b);
-    zfi_buf_printf(&b, "{\"v\":%d,\"ok\":false,\"error\":{\"code\":\"%s\",\"message\":",
-                   ZF_PROTOCOL_VERSION, zf_errname(code));
-    zfi_buf_json_str(&b, msg);
-    zfi_buf_puts(&b, "}}");
-    return zfi_buf_steal(&b);
+    zf_json_writer *w = zf_json_writer_new();
+    zf_json_open_object(w, NULL);
+    zf_json_put_int(w, "v", ZF_PROTOCOL_VERSION);
+    zf_json_put_bool(w, "ok", false);
+    zf_json_open_object(w, "error");
+    zf_json_put_string(w, "code", zf_errname(code));
+    zf_json_put_string(w, "message", msg);
+    zf_json_close(w);
+    zf_json_close(w);
+    return zf_json_writer_finish(w);
 }

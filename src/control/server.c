@@ -152,15 +152,15 @@ static void serve(conn *c)
             return; /* the stream cannot be trusted any more */
         }
         set_in_request(c, true);
-        char err[512];
         zf_request *req = NULL;
-        e = zf_request_decode(text, len, &req, err, sizeof err);
+        e = zf_request_decode(text, len, &req);
         free(text);
         char *resp;
         if (e != ZF_OK) {
-            zfi_log(ZF_LOG_WARN, "control", "malformed request from pid %d: %s", c->peer.pid,
-                    err[0] ? err : zf_last_error());
-            resp = zf_response_error(e, "%s", err[0] ? err : zf_last_error());
+            char err[512];
+            snprintf(err, sizeof err, "%s", zf_last_error());
+            zfi_log(ZF_LOG_WARN, "control", "malformed request from pid %d: %s", c->peer.pid, err);
+            resp = zf_response_error(e, "%s", err);
         } else {
             zfi_log(ZF_LOG_DEBUG, "control", "%s from pid %d", zf_op_name(req->op), c->peer.pid);
             resp = s->handler(s->arg, req, &c->peer);

@@ -84,16 +84,32 @@ void zfi_buf_append(zfi_buf *b, const char *s, size_t n);
 void zfi_buf_puts(zfi_buf *b, const char *s);
 void zfi_buf_printf(zfi_buf *b, const char *fmt, ...) ZF_PRINTF(2, 3);
 void zfi_buf_vprintf(zfi_buf *b, const char *fmt, va_list ap) ZF_PRINTF(2, 0);
-/* A JSON string literal with quotes and escapes (NULL gives null). */
-/* A JSON string literal: control characters escaped, invalid UTF-8 bytes
- * written as U+FFFD (the result is always valid JSON). */
-void zfi_buf_json_str(zfi_buf *b, const char *s);
 /* The length of the valid UTF-8 sequence at s (s[0] >= 0x80; n bytes
  * available): 2 to 4, or 0 if invalid (overlong, surrogate, past U+10FFFF,
  * truncated). */
 size_t zfi_utf8_len(const unsigned char *s, size_t n);
 /* Take the string (caller frees); the buffer is reset. NULL on failure. */
 char *zfi_buf_steal(zfi_buf *b);
+
+/* An enum table's (ZF_<ENUM>_MAP) entry as an array element indexed by the
+ * value: `static const char *const names[] = {ZF_POLICY_MAP(ZFI_NAME_ENTRY)};`
+ * for a parser that looks names up (zfi_want_enum). */
+#define ZFI_NAME_ENTRY(symbol, value, string) [value] = string,
+/* A name function from an enum's table: `string` for each value, and
+ * ZF_UNKNOWN_NAME for any other (src/core/names.c). */
+#define ZFI_NAME_CASE(symbol, value, string)                                                       \
+    case symbol:                                                                                   \
+        return string;
+#define ZFI_NAME_FUNCTION(fn, type, MAP)                                                           \
+    const char *fn(type v)                                                                         \
+    {                                                                                              \
+        switch (v) {                                                                               \
+            MAP(ZFI_NAME_CASE)                                                                     \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+        return ZF_UNKNOWN_NAME;                                                                    \
+    }
 
 /* Levenshtein distance, for "did you mean" suggestions. */
 size_t zfi_edit_distance(const char *a, const char *b);

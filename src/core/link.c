@@ -115,19 +115,6 @@ static inline void bump(_Atomic uint64_t *c, uint64_t v)
 
 /* ---- lifecycle ---- */
 
-const char *zf_policy_name(zf_policy p)
-{
-    switch (p) {
-    case ZF_POLICY_BLOCK:
-        return "block";
-    case ZF_POLICY_DROP_OLDEST:
-        return "drop_oldest";
-    case ZF_POLICY_DROP_NEWEST:
-        return "drop_newest";
-    }
-    return NULL;
-}
-
 zf_err zf_link_create(const zf_link_config *cfg, zf_link **out)
 {
     if (!out)

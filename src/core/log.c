@@ -58,15 +58,15 @@ void zfi_log(zf_log_level level, const char *scope, const char *fmt, ...)
     va_end(ap);
 }
 
-static const char *const level_names[] = {"error", "warn", "info", "debug", "trace"};
-
 zf_err zf_log_level_parse(const char *s, zf_log_level *out)
 {
-    for (size_t i = 0; s && i < ZFI_ARRAY_LEN(level_names); i++)
-        if (strcmp(s, level_names[i]) == 0) {
-            *out = (zf_log_level)i;
-            return ZF_OK;
-        }
+#define PARSE(symbol, value, string)                                                               \
+    if (s && strcmp(s, string) == 0) {                                                             \
+        *out = symbol;                                                                             \
+        return ZF_OK;                                                                              \
+    }
+    ZF_LOG_LEVEL_MAP(PARSE)
+#undef PARSE
     return zfi_error(ZF_EINVAL, "log level '%s': expected error, warn, info, debug or trace",
                      s ? s : "(null)");
 }
@@ -101,7 +101,7 @@ void zf_log_stderr(void *arg, zf_log_level level, const char *scope, const char 
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    const char *lv = (unsigned)level < ZFI_ARRAY_LEN(level_names) ? level_names[level] : "?";
+    const char *lv = zf_log_level_name(level);
     zfi_buf b;
     zfi_buf_init(&b);
     zfi_buf_printf(&b, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s [", tm.tm_year + 1900,

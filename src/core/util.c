@@ -145,51 +145,6 @@ size_t zfi_utf8_len(const unsigned char *s, size_t n)
     return k;
 }
 
-void zfi_buf_json_str(zfi_buf *b, const char *s)
-{
-    if (!s) {
-        zfi_buf_puts(b, "null");
-        return;
-    }
-    zfi_buf_append(b, "\"", 1);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
-        case '"':
-            zfi_buf_puts(b, "\\\"");
-            break;
-        case '\\':
-            zfi_buf_puts(b, "\\\\");
-            break;
-        case '\n':
-            zfi_buf_puts(b, "\\n");
-            break;
-        case '\r':
-            zfi_buf_puts(b, "\\r");
-            break;
-        case '\t':
-            zfi_buf_puts(b, "\\t");
-            break;
-        default:
-            if (*p < 0x20 || *p == 0x7f) {
-                zfi_buf_printf(b, "\\u%04x", *p);
-            } else if (*p < 0x80) {
-                zfi_buf_append(b, (const char *)p, 1);
-            } else {
-                /* Valid UTF-8 as is; any other byte (a file name's, a
-                 * node's message) becomes U+FFFD: the output is JSON. */
-                size_t k = zfi_utf8_len(p, strnlen((const char *)p, 4));
-                if (k) {
-                    zfi_buf_append(b, (const char *)p, k);
-                    p += k - 1;
-                } else {
-                    zfi_buf_puts(b, "\\ufffd");
-                }
-            }
-        }
-    }
-    zfi_buf_append(b, "\"", 1);
-}
-
 char *zfi_buf_steal(zfi_buf *b)
 {
     if (b->failed) {
@@ -243,4 +198,9 @@ const char *zfi_nearest(const char *word, const char *const *candidates, size_t 
     size_t len = strlen(word);
     size_t limit = len <= 4 ? 1 : len <= 8 ? 2 : 3;
     return best_d <= limit ? best : NULL;
+}
+
+void zf_free(void *p)
+{
+    free(p);
 }

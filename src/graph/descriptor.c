@@ -8,8 +8,11 @@
 
 /* ---- runtime settings ---- */
 
-static const char *const isolations[] = {"thread", "process"};
-static const char *const restarts[] = {"never", "on-failure", "always"};
+static const char *const isolations[] = {ZFI_ISOLATION_MAP(ZFI_NAME_ENTRY)};
+static const char *const restarts[] = {ZFI_RESTART_MAP(ZFI_NAME_ENTRY)};
+
+ZFI_NAME_FUNCTION(zfi_isolation_name, zfi_isolation, ZFI_ISOLATION_MAP)
+ZFI_NAME_FUNCTION(zfi_restart_name, zfi_restart, ZFI_RESTART_MAP)
 
 void zfi_parse_settings(zfi_loader *ld, const zf_config *map, const char *prefix, const char *id,
                         zf_node_kind kind, bool composite, zfi_settings *out)
@@ -47,9 +50,11 @@ void zfi_parse_settings(zfi_loader *ld, const zf_config *map, const char *prefix
             s.max_errors = (uint32_t)c->i;
     }
     if ((c = zfi_config_member(map, "isolation")))
-        zfi_want_enum(ld, c, zfi_field(f, prefix, "isolation"), isolations, 2, &s.isolation);
+        zfi_want_enum(ld, c, zfi_field(f, prefix, "isolation"), isolations,
+                      ZFI_ARRAY_LEN(isolations), &s.isolation);
     if ((c = zfi_config_member(map, "restart")))
-        zfi_want_enum(ld, c, zfi_field(f, prefix, "restart"), restarts, 3, &s.restart);
+        zfi_want_enum(ld, c, zfi_field(f, prefix, "restart"), restarts, ZFI_ARRAY_LEN(restarts),
+                      &s.restart);
     *out = s;
 }
 
@@ -180,18 +185,7 @@ bool zfi_parse_ports(zfi_loader *ld, const zf_config *list, const char *field, c
 
 /* ---- queues ---- */
 
-static const char *const policies[] = {"block", "drop_oldest", "drop_newest"};
-
-const char *zfi_policy_word(zf_policy p)
-{
-    return (unsigned)p < ZFI_ARRAY_LEN(policies) ? policies[p] : NULL;
-}
-
-const char *zfi_kind_word(zf_node_kind k)
-{
-    static const char *const kinds[] = {"node", "source", "operator", "sink"};
-    return (unsigned)k < ZFI_ARRAY_LEN(kinds) ? kinds[k] : "node";
-}
+static const char *const policies[] = {ZF_POLICY_MAP(ZFI_NAME_ENTRY)};
 
 void zfi_parse_queue(zfi_loader *ld, const zf_config *q, const char *field, zf_link_config *out)
 {
@@ -215,7 +209,8 @@ void zfi_parse_queue(zfi_loader *ld, const zf_config *q, const char *field, zf_l
         zfi_want_size(ld, c, zfi_field(f, field, "max_bytes"), &out->max_bytes);
     if ((c = zfi_config_member(q, "policy"))) {
         int p = 0;
-        if (zfi_want_enum(ld, c, zfi_field(f, field, "policy"), policies, 3, &p))
+        if (zfi_want_enum(ld, c, zfi_field(f, field, "policy"), policies, ZFI_ARRAY_LEN(policies),
+                          &p))
             out->policy = (zf_policy)p;
     }
 }

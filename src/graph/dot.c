@@ -65,7 +65,7 @@ char *zf_flow_to_dot(const zf_flow *f)
         }
         zfi_buf_puts(&b, "{");
         rec(&b, n->id);
-        zfi_buf_printf(&b, "\\n(%s)", zfi_kind_word(n->kind));
+        zfi_buf_printf(&b, "\\n(%s)", zf_node_kind_name(n->kind));
         if (n->worker) {
             zfi_buf_puts(&b, "\\n@");
             rec(&b, n->worker);
@@ -80,14 +80,13 @@ char *zf_flow_to_dot(const zf_flow *f)
     for (size_t i = 0; i < f->n_links; i++) {
         const zfi_link *l = &f->links[i];
         const char *type = f->nodes[l->from].outputs[l->from_port].type;
-        const char *policy = zfi_policy_word(l->queue.policy);
         zfi_buf_printf(&b, "  n%zu:o%zu -> n%zu:i%zu [label=", l->from, l->from_port, l->to,
                        l->to_port);
         zfi_buf b2;
         zfi_buf_init(&b2);
         zfi_buf_printf(&b2, "%s\ncap %" PRIu32 ", %s", type,
                        l->queue.capacity ? l->queue.capacity : ZFI_DEFAULT_CAPACITY,
-                       policy ? policy : "block");
+                       zf_policy_name(l->queue.policy));
         if (l->queue.max_bytes)
             zfi_buf_printf(&b2, ", max %" PRIu64 " B", l->queue.max_bytes);
         dstr(&b, b2.s ? b2.s : "");

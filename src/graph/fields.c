@@ -9,25 +9,7 @@
 
 const char *zfi_kind_name(const zf_config *c)
 {
-    if (!c)
-        return "nothing";
-    switch (c->kind) {
-    case ZF_CFG_NULL:
-        return "null";
-    case ZF_CFG_BOOL:
-        return "a boolean";
-    case ZF_CFG_INT:
-        return "an integer";
-    case ZF_CFG_FLOAT:
-        return "a float";
-    case ZF_CFG_STRING:
-        return "a string";
-    case ZF_CFG_SEQ:
-        return "a sequence";
-    case ZF_CFG_MAP:
-        return "a map";
-    }
-    return "?";
+    return c ? zf_config_kind_name(c->kind) : "nothing";
 }
 
 const char *zfi_field(char *buf, const char *prefix, const char *key)

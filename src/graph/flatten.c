@@ -58,77 +58,12 @@ static void tags(zfi_loader *ld, const zf_config *map, const char *prefix)
         zfi_want_text(ld, t->items[i], zfi_field_at(g, f, i));
 }
 
-void zfi_level_free(zfi_level *lv)
-{
-    for (size_t i = 0; i < lv->n; i++) {
-        zfi_kid *k = &lv->kids[i];
-        free(k->id);
-        for (size_t j = 0; j < k->n_ins; j++)
-            free(k->ins[j].id);
-        for (size_t j = 0; j < k->n_outs; j++)
-            free(k->outs[j].id);
-        free(k->ins);
-        free(k->outs);
-    }
-    free(lv->kids);
-    free(lv->prefix);
-}
-
-void zfi_oom(zfi_loader *ld)
-{
-    if (!ld->oom)
-        zfi_err(ld, ZF_ENOMEM, NULL, "", "out of memory while loading the descriptor");
-    ld->oom = true;
-}
-
 static zf_config *merged(zfi_loader *ld, const zf_config *high, const zf_config *low)
 {
     zf_config *m = zfi_config_merge(high, low);
     if (!m && (high || low))
         zfi_oom(ld);
     return m;
-}
-
-static zfi_mark key_mark(const zf_config *map, const char *key)
-{
-    for (size_t k = 0; map && k < map->n; k++)
-        if (!strcmp(map->keys[k], key))
-            return map->key_marks ? map->key_marks[k] : (zfi_mark){map->line, map->col};
-    return (zfi_mark){map ? map->line : 0, map ? map->col : 0};
-}
-
-void zfi_key_err(zfi_loader *ld, const zf_config *map, const char *key, const char *prefix,
-                 const char *fmt, ...)
-{
-    char f[ZFI_FIELD_MAX];
-    zfi_mark m = key_mark(map, key);
-    va_list ap;
-    va_start(ap, fmt);
-    zfi_diag_vadd(ld->diag, ZF_EINVAL, map->file, m.line, m.col, zfi_field(f, prefix, key), fmt,
-                  ap);
-    va_end(ap);
-}
-
-zfi_kid *zfi_kid_find(const zfi_level *lv, const char *id)
-{
-    for (size_t i = 0; i < lv->n; i++)
-        if (!strcmp(lv->kids[i].id, id))
-            return &lv->kids[i];
-    return NULL;
-}
-
-/* ": did you mean 'x'?", " (its nodes: 'a', 'b')" or " (it has no nodes)". */
-void zfi_hint(char *buf, size_t size, const char *word, const char *const *names, size_t n,
-              const char *noun)
-{
-    const char *near = zfi_nearest(word, names, n);
-    char list[384];
-    if (near)
-        snprintf(buf, size, ": did you mean '%s'?", near);
-    else if (n)
-        snprintf(buf, size, " (its %s: %s)", noun, zfi_list(list, sizeof list, names, n));
-    else
-        snprintf(buf, size, " (it has no %s)", noun);
 }
 
 /* ---- leaves ---- */
@@ -182,11 +117,6 @@ static bool is_python(const char *path)
     return n > 3 && !strcmp(path + n - 3, ".py");
 }
 
-bool zfi_port_list_empty(const zf_config *l)
-{
-    return !l || l->kind == ZF_CFG_NULL || (l->kind == ZF_CFG_SEQ && l->n == 0);
-}
-
 static void ports(zfi_loader *ld, zfi_node *n, const zf_config *m, const char *mf)
 {
     static const char *const kinds[] = {"", "a source", "an operator", "a sink"};
@@ -214,52 +144,44 @@ static void ports(zfi_loader *ld, zfi_node *n, const zf_config *m, const char *m
         zfi_oom(ld);
 }
 
-/* A node implemented by a library or a Python file, declared inline (doc
- * NULL: `item` holds everything) or in its own file. */
-static void leaf(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *item,
-                 const char *efield, const zfi_doc *doc, zf_node_kind kind, const zfi_settings *es,
-                 const zf_config *lvcfg)
+/* What an entry of a level (under `sources`, `operators` or `sinks`, or a
+ * node file loaded on its own) brings to the node it declares. */
+typedef struct entry_ctx {
+    zfi_level *lv;
+    size_t ki;               /* its kid in lv */
+    const zf_config *item;   /* the entry */
+    const char *field;       /* the entry's field ("operators[1]", "") */
+    zf_node_kind kind;       /* the section's */
+    zfi_settings settings;   /* the entry's runtime settings */
+    const zf_config *config; /* configuration of the entry and the enclosing levels */
+} entry_ctx;
+
+static zfi_kid *kid(const entry_ctx *e)
 {
-    const zf_config *m = doc ? doc->root : item;
-    const char *mf = doc ? "" : efield, *dir = doc ? doc->dir : lv->doc->dir;
-    const char *id = lv->kids[ki].id;
+    return &e->lv->kids[e->ki];
+}
+
+/* The node's description: the entry's wins over the node file's. */
+static bool description(zfi_loader *ld, const entry_ctx *e, const zfi_doc *doc, zfi_node *n)
+{
     char f[ZFI_FIELD_MAX];
-    zfi_settings fs = ZFI_SETTINGS_INIT;
-    if (doc) {
-        zfi_known(ld, m, "", "a node file", file_fields, ZFI_ARRAY_LEN(file_fields));
-        tags(ld, m, "");
-        if (zfi_refuse_zenoh(ld, m, "", id)) {
-            lv->kids[ki].broken = true;
-            return;
-        }
-        zfi_parse_settings(ld, m, "", id, kind, false, &fs);
-    }
-    if (ld->n_nodes >= ZFI_MAX_FLOW_NODES) {
-        zfi_err(ld, ZF_EINVAL, item, efield, "the flow has more than %d nodes once flattened",
-                ZFI_MAX_FLOW_NODES);
-        lv->kids[ki].broken = true;
-        return;
-    }
-    zfi_node n = {0};
-    zfi_aux a = {0};
-    n.kind = kind;
-    n.id = zfi_asprintf("%s%s", lv->prefix, id);
-    a.ports_file = m->file;
-    a.field = zfi_strdup(mf);
-    if (!n.id || !a.field)
-        goto oom;
-
-    /* the entry's description wins over the node file's */
-    const zf_config *d = zfi_config_member(item, "description");
-    const char *dfield = efield;
+    const zf_config *d = zfi_config_member(e->item, "description");
+    const char *dfield = e->field;
     if ((!d || d->kind == ZF_CFG_NULL) && doc)
-        d = zfi_config_member(m, "description"), dfield = "";
-    if (d && d->kind != ZF_CFG_NULL) {
-        const char *t = zfi_want_text(ld, d, zfi_field(f, dfield, "description"));
-        if (t && !(n.description = zfi_strdup(t)))
-            goto oom;
-    }
+        d = zfi_config_member(doc->root, "description"), dfield = "";
+    if (!d || d->kind == ZF_CFG_NULL)
+        return true;
+    const char *t = zfi_want_text(ld, d, zfi_field(f, dfield, "description"));
+    return !t || (n->description = zfi_strdup(t)) != NULL;
+}
 
+/* `library` (or Zenoh-Flow 0.5's `uri`) or `python` of map m (fields under
+ * mf, paths relative to dir) into n; the place the node is declared. */
+static const zf_config *implementation(zfi_loader *ld, const entry_ctx *e, const zf_config *m,
+                                       const char *mf, const char *dir, bool in_file, zfi_node *n)
+{
+    char f[ZFI_FIELD_MAX];
+    const char *id = kid(e)->id;
     const zf_config *lib = zfi_config_member(m, "library"), *uri = zfi_config_member(m, "uri");
     const zf_config *py = zfi_config_member(m, "python");
     if (lib && uri)
@@ -270,71 +192,105 @@ static void leaf(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *item
                 m->file ? m->file : "", uri->line);
         lib = uri;
     }
-    const zf_config *at = lib ? lib : py ? py : item;
     if (lib && py)
         zfi_key_err(ld, m, "python", mf,
                     "'%s' has both 'library' and 'python': a node is implemented by one shared "
                     "library or by one Python file",
                     id);
     else if (lib) {
-        n.library = impl_path(ld, lib, zfi_field(f, mf, lib == uri ? "uri" : "library"), dir);
-        if (n.library && is_python(n.library)) /* Zenoh-Flow's Python wrapper runs those */
-            n.python = n.library, n.library = NULL;
+        n->library = impl_path(ld, lib, zfi_field(f, mf, lib == uri ? "uri" : "library"), dir);
+        if (n->library && is_python(n->library)) /* Zenoh-Flow's Python wrapper runs those */
+            n->python = n->library, n->library = NULL;
     } else if (py)
-        n.python = impl_path(ld, py, zfi_field(f, mf, "python"), dir);
+        n->python = impl_path(ld, py, zfi_field(f, mf, "python"), dir);
     else
         zfi_err(ld, ZF_EINVAL, m, mf,
                 "'%s' has no implementation: expected 'library' (a shared library), 'python' (a "
                 "Python file)%s",
-                id, doc ? "" : " or 'descriptor' (a node file)");
+                id, in_file ? "" : " or 'descriptor' (a node file)");
+    return lib ? lib : py ? py : e->item;
+}
 
+/* A node implemented by a library or a Python file, declared inline (doc
+ * NULL: the entry holds everything) or in its own file. */
+static void leaf(zfi_loader *ld, const entry_ctx *e, const zfi_doc *doc)
+{
+    const zf_config *m = doc ? doc->root : e->item;
+    const char *mf = doc ? "" : e->field, *dir = doc ? doc->dir : e->lv->doc->dir;
+    const char *id = kid(e)->id;
+    zfi_settings fs = ZFI_SETTINGS_INIT;
+    if (doc) {
+        zfi_known(ld, m, "", "a node file", file_fields, ZFI_ARRAY_LEN(file_fields));
+        tags(ld, m, "");
+        if (zfi_refuse_zenoh(ld, m, "", id)) {
+            kid(e)->broken = true;
+            return;
+        }
+        zfi_parse_settings(ld, m, "", id, e->kind, false, &fs);
+    }
+    if (ld->n_nodes >= ZFI_MAX_FLOW_NODES) {
+        zfi_err(ld, ZF_EINVAL, e->item, e->field, "the flow has more than %d nodes once flattened",
+                ZFI_MAX_FLOW_NODES);
+        kid(e)->broken = true;
+        return;
+    }
+    zfi_node n = {0};
+    zfi_aux a = {0};
+    n.kind = e->kind;
+    n.id = zfi_asprintf("%s%s", e->lv->prefix, id);
+    a.ports_file = m->file;
+    a.field = zfi_strdup(mf);
+    if (!n.id || !a.field || !description(ld, e, doc, &n))
+        goto oom;
+    const zf_config *at = implementation(ld, e, m, mf, dir, doc != NULL, &n);
     ports(ld, &n, m, mf);
 
     const zf_config *fc = doc ? zfi_config_member(m, "configuration") : NULL;
     if (fc && !zfi_want_map(ld, fc, "configuration", false))
         fc = NULL;
-    n.config = merged(ld, lvcfg, fc);
+    n.config = merged(ld, e->config, fc);
     if (!n.config)
         n.config = zfi_config_new(ZF_CFG_MAP, m->file, m->line, m->col);
     if (!n.config)
         goto oom;
 
-    zfi_settings s = lv->inherit;
-    zfi_settings_under(&s, es);
+    zfi_settings s = e->lv->inherit;
+    zfi_settings_under(&s, &e->settings);
     zfi_settings_under(&s, &fs);
     zfi_settings_apply(&n, &s);
-    n.file = doc ? at->file : item->file;
-    n.line = doc ? at->line : item->line;
-    n.col = doc ? at->col : item->col;
+    const zf_config *place = doc ? at : e->item;
+    n.file = place->file;
+    n.line = place->line;
+    n.col = place->col;
 
     a.in_n = zfi_calloc(n.n_inputs, sizeof *a.in_n);
     a.in_first = zfi_calloc(n.n_inputs, sizeof *a.in_first);
     a.out_n = zfi_calloc(n.n_outputs, sizeof *a.out_n);
     if (!a.in_n || !a.in_first || !a.out_n || !push_node(ld, &n, &a))
         goto oom;
-    lv->kids[ki].leaf = (long)(ld->n_nodes - 1);
-    lv->kids[ki].first = ld->n_nodes - 1;
-    lv->kids[ki].count = 1;
+    kid(e)->leaf = (long)(ld->n_nodes - 1);
+    kid(e)->first = ld->n_nodes - 1;
+    kid(e)->count = 1;
     return;
 oom:
     node_clear(&n, &a);
-    lv->kids[ki].broken = true;
+    kid(e)->broken = true;
     zfi_oom(ld);
 }
 
 /* ---- composites ---- */
 
-static void composite(zfi_loader *ld, zfi_level *lv, size_t ki, const zfi_doc *doc,
-                      const zfi_settings *es, const zf_config *lvcfg)
+static void composite(zfi_loader *ld, const entry_ctx *e, const zfi_doc *doc)
 {
     const zf_config *m = doc->root;
-    zfi_kid *k = &lv->kids[ki];
+    zfi_level *lv = e->lv;
+    zfi_kid *k = kid(e);
     zfi_known(ld, m, "", "a composite operator", composite_fields, ZFI_ARRAY_LEN(composite_fields));
     tags(ld, m, "");
     zfi_settings fs;
     zfi_parse_settings(ld, m, "", k->id, ZF_OPERATOR, true, &fs);
-    zfi_level in = {.doc = doc, .over = lvcfg, .inherit = lv->inherit};
-    zfi_settings_under(&in.inherit, es);
+    zfi_level in = {.doc = doc, .over = e->config, .inherit = lv->inherit};
+    zfi_settings_under(&in.inherit, &e->settings);
     zfi_settings_under(&in.inherit, &fs);
     const zf_config *top = zfi_config_member(m, "configuration");
     in.top = zfi_want_map(ld, top, "configuration", false) ? top : NULL;
@@ -360,7 +316,7 @@ static void composite(zfi_loader *ld, zfi_level *lv, size_t ki, const zfi_doc *d
         }
     }
     zfi_links(ld, &in, zfi_config_member(m, "links"));
-    k = &lv->kids[ki];
+    k = kid(e); /* the entries may have moved lv->kids */
     k->composite = true;
     zfi_boundary(ld, &in, m, false, k);
     zfi_boundary(ld, &in, m, true, k);
@@ -370,49 +326,58 @@ static void composite(zfi_loader *ld, zfi_level *lv, size_t ki, const zfi_doc *d
     free(what);
 }
 
-/* A node given by `descriptor`: a node file or a composite operator. */
-static void include(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *item,
-                    const char *efield, const zf_config *desc, zf_node_kind kind,
-                    const zfi_settings *es, const zf_config *lvcfg)
+/* ---- includes: `descriptor: <node file>` ---- */
+
+/* A node file named under `descriptor` (desc, at field f): its path, or
+ * NULL after an error (a built-in node is refused here). */
+static char *node_file_path(zfi_loader *ld, const entry_ctx *e, const zf_config *desc,
+                            const char *f)
 {
-    char f[ZFI_FIELD_MAX];
-    zfi_field(f, efield, "descriptor");
     const char *ref = zfi_want_text(ld, desc, f), *why;
-    lv->kids[ki].broken = true; /* until it loads */
     if (!ref)
-        return;
+        return NULL;
     if (!strncmp(ref, "builtin://", 10)) {
-        zfi_refuse_builtin(ld, item, desc, f, lv->kids[ki].id, kind, ref + 10);
-        return;
+        zfi_refuse_builtin(ld, e->item, desc, f, kid(e)->id, e->kind, ref + 10);
+        return NULL;
     }
-    char *path = zfi_path_resolve(lv->doc->dir, ref, &why);
-    if (!path) {
+    char *path = zfi_path_resolve(e->lv->doc->dir, ref, &why);
+    if (!path)
         zfi_err(ld, ZF_EINVAL, desc, f, "'%s' is not a usable node file path: %s", ref, why);
-        return;
-    }
-    char *canon = realpath(path, NULL);
-    char *text = NULL;
-    size_t len = 0;
+    return path;
+}
+
+/* The daemon's rule: node files only from its --lib-path folders. */
+static bool may_read(zfi_loader *ld, const zf_config *desc, const char *f, const char *canon)
+{
+    for (size_t i = 0; i < ld->n_include_dirs; i++)
+        if (!strncmp(canon, ld->include_dirs[i], strlen(ld->include_dirs[i])))
+            return true;
+    if (!ld->n_include_dirs)
+        return true;
+    zfi_err(ld, ZF_EPERM, desc, f,
+            "node file '%s' is outside the folders node files may be read from "
+            "(here: the daemon's --lib-path folders)",
+            canon);
+    return false;
+}
+
+/* The file's text (caller frees), or NULL after an error. */
+static char *read_node_file(zfi_loader *ld, const zf_config *desc, const char *f, const char *path,
+                            const char *canon, size_t *len)
+{
     int err = canon ? 0 : errno;
-    if (canon && ld->n_include_dirs) {
-        bool allowed = false;
-        for (size_t i = 0; i < ld->n_include_dirs && !allowed; i++)
-            allowed = !strncmp(canon, ld->include_dirs[i], strlen(ld->include_dirs[i]));
-        if (!allowed) {
-            zfi_err(ld, ZF_EPERM, desc, f,
-                    "node file '%s' is outside the folders node files may be read from "
-                    "(here: the daemon's --lib-path folders)",
-                    canon);
-            goto out;
-        }
-    }
-    text = canon ? zfi_read_file(canon, &len, &err) : NULL;
-    if (!text) {
+    char *text = canon ? zfi_read_file(canon, len, &err) : NULL;
+    if (!text)
         zfi_err(ld, err == ENOENT || err == ENOTDIR ? ZF_ENOTFOUND : ZF_EINVAL, desc, f,
                 "cannot read node file '%s': %s", path,
                 err == EINVAL ? "not a regular file" : strerror(err));
-        goto out;
-    }
+    return text;
+}
+
+/* A composite that includes itself, through the files being expanded. */
+static bool recursion(zfi_loader *ld, const zf_config *desc, const char *f, const char *path,
+                      const char *canon)
+{
     for (size_t i = 0; i < ld->depth; i++) {
         if (strcmp(ld->stack[i], canon))
             continue;
@@ -429,17 +394,29 @@ static void include(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *i
                 "itself",
                 path, chain.s ? chain.s : "");
         zfi_buf_free(&chain);
-        goto out;
+        return true;
     }
+    return false;
+}
+
+/* The flow's files stay within the loader's limits (len more bytes). */
+static bool within_limits(zfi_loader *ld, const zf_config *desc, const char *f, size_t len)
+{
     ld->total_bytes += len;
-    if (++ld->includes > ZFI_MAX_INCLUDES || ld->total_bytes > ZFI_MAX_TOTAL_BYTES ||
-        ld->total_nodes > ZFI_MAX_TOTAL_NODES) {
-        zfi_err(ld, ZF_EINVAL, desc, f,
-                "the flow's files are too big: more than %d node files, %u bytes or %d YAML "
-                "nodes in all",
-                ZFI_MAX_INCLUDES, ZFI_MAX_TOTAL_BYTES, ZFI_MAX_TOTAL_NODES);
-        goto out;
-    }
+    if (++ld->includes <= ZFI_MAX_INCLUDES && ld->total_bytes <= ZFI_MAX_TOTAL_BYTES &&
+        ld->total_nodes <= ZFI_MAX_TOTAL_NODES)
+        return true;
+    zfi_err(ld, ZF_EINVAL, desc, f,
+            "the flow's files are too big: more than %d node files, %u bytes or %d YAML "
+            "nodes in all",
+            ZFI_MAX_INCLUDES, ZFI_MAX_TOTAL_BYTES, ZFI_MAX_TOTAL_NODES);
+    return false;
+}
+
+/* The node file parsed (kept by the loader) and a map, or NULL. */
+static const zfi_doc *parse_node_file(zfi_loader *ld, const char *path, const char *text,
+                                      size_t len)
+{
     const char *file = zfi_strings_intern(ld->strings, path);
     char *dir = zfi_path_dirname(path);
     zfi_doc *doc = NULL;
@@ -449,44 +426,69 @@ static void include(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *i
         zfi_oom(ld);
     free(dir);
     if (!doc || !zfi_loader_keep(ld, doc))
-        goto out;
+        return NULL;
     ld->total_nodes += zfi_config_count(doc->root, NULL);
     if (doc->root->kind != ZF_CFG_MAP) {
         zfi_err(ld, ZF_EINVAL, doc->root, "",
                 "a node file is a map (description, library, inputs, outputs, ...), found %s",
                 zfi_kind_name(doc->root));
-        goto out;
+        return NULL;
     }
-    lv->kids[ki].broken = false;
-    if (zfi_config_member(doc->root, "operators")) {
-        if (kind != ZF_OPERATOR) {
-            zfi_err(ld, ZF_EINVAL, desc, f,
-                    "'%s' is a composite operator (it has 'operators'): it can only be used "
-                    "under 'operators'",
-                    path);
-            lv->kids[ki].broken = true;
-            goto out;
-        }
-        if (ld->depth > ZFI_MAX_NESTING) {
-            zfi_err(ld, ZF_EINVAL, desc, f,
-                    "composite operators nest deeper than %d levels here: refusing '%s'",
-                    ZFI_MAX_NESTING, path);
-            lv->kids[ki].broken = true;
-            goto out;
-        }
-        if (!zfi_grow((void **)&ld->stack, &ld->cap_stack, ld->depth + 1, sizeof *ld->stack)) {
-            zfi_oom(ld);
-            lv->kids[ki].broken = true;
-            goto out;
-        }
-        ld->stack[ld->depth++] = canon;
-        canon = NULL;
-        composite(ld, lv, ki, doc, es, lvcfg);
-        free(ld->stack[--ld->depth]);
-    } else {
-        leaf(ld, lv, ki, item, efield, doc, kind, es, lvcfg);
+    return doc;
+}
+
+/* A node file with `operators`: expanded as a composite, its canonical path
+ * on the stack of files being expanded meanwhile (*canon is taken). */
+static void include_composite(zfi_loader *ld, const entry_ctx *e, const zf_config *desc,
+                              const char *f, const char *path, char **canon, const zfi_doc *doc)
+{
+    if (e->kind != ZF_OPERATOR) {
+        zfi_err(ld, ZF_EINVAL, desc, f,
+                "'%s' is a composite operator (it has 'operators'): it can only be used "
+                "under 'operators'",
+                path);
+        return;
     }
-out:
+    if (ld->depth > ZFI_MAX_NESTING) {
+        zfi_err(ld, ZF_EINVAL, desc, f,
+                "composite operators nest deeper than %d levels here: refusing '%s'",
+                ZFI_MAX_NESTING, path);
+        return;
+    }
+    if (!zfi_grow((void **)&ld->stack, &ld->cap_stack, ld->depth + 1, sizeof *ld->stack)) {
+        zfi_oom(ld);
+        return;
+    }
+    ld->stack[ld->depth++] = *canon;
+    *canon = NULL;
+    kid(e)->broken = false;
+    composite(ld, e, doc);
+    free(ld->stack[--ld->depth]);
+}
+
+/* A node given by `descriptor` (desc): a node file or a composite operator. */
+static void include(zfi_loader *ld, const entry_ctx *e, const zf_config *desc)
+{
+    char f[ZFI_FIELD_MAX];
+    zfi_field(f, e->field, "descriptor");
+    kid(e)->broken = true; /* until it loads */
+    char *path = node_file_path(ld, e, desc, f);
+    if (!path)
+        return;
+    char *canon = realpath(path, NULL);
+    char *text = NULL;
+    size_t len = 0;
+    const zfi_doc *doc = NULL;
+    if ((!canon || may_read(ld, desc, f, canon)) &&
+        (text = read_node_file(ld, desc, f, path, canon, &len)) &&
+        !recursion(ld, desc, f, path, canon) && within_limits(ld, desc, f, len))
+        doc = parse_node_file(ld, path, text, len);
+    if (doc && zfi_config_member(doc->root, "operators")) {
+        include_composite(ld, e, desc, f, path, &canon, doc);
+    } else if (doc) {
+        kid(e)->broken = false;
+        leaf(ld, e, doc);
+    }
     free(text);
     free(canon);
     free(path);
@@ -535,14 +537,15 @@ static void entry(zfi_loader *ld, zfi_level *lv, const zf_config *item, const ch
         k->broken = true;
         return;
     }
-    zfi_settings es;
-    zfi_parse_settings(ld, item, field, id, kind, false, &es);
+    entry_ctx e = {.lv = lv, .ki = ki, .item = item, .field = field, .kind = kind};
+    zfi_parse_settings(ld, item, field, id, kind, false, &e.settings);
     const zf_config *cfg = zfi_config_member(item, "configuration");
     if (cfg && !zfi_want_map(ld, cfg, zfi_field(f, field, "configuration"), false))
         cfg = NULL;
     zf_config *et = merged(ld, cfg, lv->top);
     zf_config *lvcfg = merged(ld, lv->over, et);
     zfi_config_free(et);
+    e.config = lvcfg;
     const zf_config *desc = zfi_config_member(item, "descriptor");
     if (desc) {
         static const char *const excl[] = {"library", "uri", "python", "inputs", "outputs"};
@@ -552,9 +555,9 @@ static void entry(zfi_loader *ld, zfi_level *lv, const zf_config *item, const ch
                             "'%s' cannot be combined with 'descriptor' in node '%s': the node file "
                             "declares it",
                             excl[i], id);
-        include(ld, lv, ki, item, field, desc, kind, &es, lvcfg);
+        include(ld, &e, desc);
     } else {
-        leaf(ld, lv, ki, item, field, NULL, kind, &es, lvcfg);
+        leaf(ld, &e, NULL);
     }
     zfi_config_free(lvcfg);
 }
@@ -687,7 +690,6 @@ void zfi_flatten_node_file(zfi_loader *ld, const zfi_doc *doc)
     /* A node file does not say its kind: its ports do. */
     zf_node_kind kind = comp || (in && out) ? ZF_OPERATOR : in ? ZF_SINK : ZF_SOURCE;
     zfi_level lv = {.doc = doc, .inherit = ZFI_SETTINGS_INIT, .what = "node file"};
-    zfi_settings es = ZFI_SETTINGS_INIT;
     lv.prefix = zfi_strdup("");
     lv.kids = zfi_calloc(1, sizeof *lv.kids);
     char *id = node_file_id(ld, doc);
@@ -702,10 +704,12 @@ void zfi_flatten_node_file(zfi_loader *ld, const zfi_doc *doc)
     lv.kids[0] = (zfi_kid){.id = id, .at = root, .kind = kind, .leaf = -1};
     if (!(ld->name = zfi_strdup(id)))
         zfi_oom(ld);
+    entry_ctx e = {
+        .lv = &lv, .ki = 0, .item = root, .field = "", .kind = kind, .settings = ZFI_SETTINGS_INIT};
     if (comp)
-        composite(ld, &lv, 0, doc, &es, NULL);
+        composite(ld, &e, doc);
     else
-        leaf(ld, &lv, 0, root, "", doc, kind, &es, NULL);
+        leaf(ld, &e, doc);
     zfi_level_free(&lv);
 }
 

@@ -3,59 +3,13 @@
 #ifndef ZFI_FLOW_H
 #define ZFI_FLOW_H
 
+#include "core/config.h"
 #include "zflow/zflow.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-/* ---- configuration tree (also the YAML document tree) ---- */
-
-/* Where a map key is (added by the loader: "unknown field" errors point at
- * the key rather than at its value). */
-typedef struct zfi_mark {
-    unsigned line, col; /* 1-based; 0 = unknown */
-} zfi_mark;
-
-/* A node of a YAML document or of a merged configuration. Scalars keep
- * their text; `kind` is resolved by the YAML 1.2 core schema (a quoted
- * scalar is always a string). Maps keep insertion order. */
-struct zf_config {
-    zf_config_kind kind;
-    char *text;        /* scalars: the text (owned); NULL for maps and seqs */
-    bool quoted;       /* scalar was quoted in the source */
-    bool b;            /* ZF_CFG_BOOL */
-    int64_t i;         /* ZF_CFG_INT */
-    double f;          /* ZF_CFG_FLOAT (also set for INT) */
-    char **keys;       /* ZF_CFG_MAP: n keys (owned) */
-    zf_config **items; /* ZF_CFG_MAP values / ZF_CFG_SEQ items (owned) */
-    size_t n, cap;
-    const char *file;    /* not owned: interned in a zfi_strings table */
-    unsigned line, col;  /* 1-based; 0 = unknown */
-    zfi_mark *key_marks; /* ZF_CFG_MAP: position of each key (owned; may be NULL) */
-};
-
-zf_config *zfi_config_new(zf_config_kind kind, const char *file, unsigned line, unsigned col);
-zf_config *zfi_config_scalar(const char *text, bool quoted, const char *file, unsigned line,
-                             unsigned col); /* resolves the kind */
-zf_config *zfi_config_clone(const zf_config *c);
-void zfi_config_free(zf_config *c);
-/* Map: set key (replacing an existing value); takes ownership of v. */
-bool zfi_config_map_set(zf_config *map, const char *key, zf_config *v);
-/* Map: append a key known to be new, with its position (0, 0: unknown). */
-bool zfi_config_map_add_at(zf_config *map, const char *key, zf_config *v, unsigned line,
-                           unsigned col);
-/* Seq: append; takes ownership of v. */
-bool zfi_config_seq_push(zf_config *seq, zf_config *v);
-/* Map member (no dotted paths), or NULL. */
-zf_config *zfi_config_member(const zf_config *map, const char *key);
-/* Merge `low` under `high`: a top-level key of high replaces low's value
- * whole, as Zenoh-Flow merges configurations. Returns a new tree. */
-zf_config *zfi_config_merge(const zf_config *high, const zf_config *low);
-/* As JSON text into b. */
-struct zfi_buf;
-void zfi_config_to_json(const zf_config *c, struct zfi_buf *b);
 
 /* ---- diagnostics ---- */
 
@@ -75,12 +29,23 @@ typedef struct zfi_port {
     unsigned line, col;
 } zfi_port;
 
-typedef enum zfi_isolation { ZFI_ISOLATION_THREAD = 0, ZFI_ISOLATION_PROCESS } zfi_isolation;
-typedef enum zfi_restart {
-    ZFI_RESTART_NEVER = 0,
-    ZFI_RESTART_ON_FAILURE,
-    ZFI_RESTART_ALWAYS
-} zfi_restart;
+/* A node's `isolation` and `restart`: the tables (as ZF_POLICY_MAP) the
+ * descriptor's parser and the flow's JSON read their names from. */
+#define ZFI_ISOLATION_MAP(X)                                                                       \
+    X(ZFI_ISOLATION_THREAD, 0, "thread")                                                           \
+    X(ZFI_ISOLATION_PROCESS, 1, "process")
+typedef enum zfi_isolation { ZFI_ISOLATION_MAP(ZF_ENUM_VALUE_) } zfi_isolation;
+
+#define ZFI_RESTART_MAP(X)                                                                         \
+    X(ZFI_RESTART_NEVER, 0, "never")                                                               \
+    X(ZFI_RESTART_ON_FAILURE, 1, "on-failure")                                                     \
+    X(ZFI_RESTART_ALWAYS, 2, "always")
+typedef enum zfi_restart { ZFI_RESTART_MAP(ZF_ENUM_VALUE_) } zfi_restart;
+
+/* "thread", "process" / "never", "on-failure", "always" (ZF_UNKNOWN_NAME
+ * otherwise); in descriptor.c. */
+const char *zfi_isolation_name(zfi_isolation i);
+const char *zfi_restart_name(zfi_restart r);
 
 typedef struct zfi_node {
     char *id;          /* flattened id ("outer>inner") */

@@ -1,5 +1,7 @@
 /* Levels of flattening (the flow, each composite) and what flatten.c,
- * links.c and mapping.c share. Internal to src/graph/. */
+ * links.c and mapping.c share, defined in level.c: the three call into
+ * level.c and flatten.c calls links.c and mapping.c, never the other way
+ * round. Internal to src/graph/. */
 #ifndef ZFI_GRAPH_LEVEL_H
 #define ZFI_GRAPH_LEVEL_H
 
@@ -38,6 +40,8 @@ typedef struct zfi_end {
     enum { END_OK, END_BROKEN, END_BAD } st;
     long node, port;
 } zfi_end;
+
+/* ---- level.c ---- */
 
 void zfi_level_free(zfi_level *lv);
 zfi_kid *zfi_kid_find(const zfi_level *lv, const char *id);

@@ -1,7 +1,6 @@
 /* Internals of the descriptor loader (src/graph/), shared by its modules.
  *
  *   strings.c, diag.c  interned file names; the zf_diag list
- *   config.c    zf_config: YAML 1.2 scalars, clone, merge, JSON, accessors
  *   vars.c      mustache rendering with a rendered-offset -> source-position map
  *   tree.c      YAML (libyaml events) -> zf_config tree, positions, probes
  *   doc.c       one descriptor file: read its vars, render, parse
@@ -9,10 +8,12 @@
  *   path.c      file:// URLs and relative paths; reading files
  *   descriptor.c  ports, queues, runtime settings, refused Zenoh built-ins
  *   flatten.c   levels (flow, composites), node entries, includes
+ *   level.c     what the levels share (level.h): lookups, error helpers
  *   links.c     link ends through composites, one link per input, types
  *   mapping.c   worker -> node ids
  *   validate.c  unconnected ports
  *   flow.c      zf_flow_load*, zf_flow lifetime;  json.c, dot.c  output
+ * The configuration tree itself is src/core/config.{h,c}.
  */
 #ifndef ZFI_GRAPH_LOADER_H
 #define ZFI_GRAPH_LOADER_H
@@ -119,13 +120,6 @@ typedef struct zfi_probe {
 zf_err zfi_yaml_parse(const zfi_src *s, zf_diag *diag, zfi_probe *probes, size_t n_probes,
                       zf_config **out);
 
-/* YAML 1.2 core schema resolution of a plain scalar. */
-zf_config_kind zfi_config_resolve(const char *text, bool *b, int64_t *i, double *f);
-/* Append without looking for an existing key (the parser checked). */
-bool zfi_config_map_add(zf_config *map, const char *key, zf_config *v);
-/* Nodes in a tree and its depth (1 for a scalar). */
-size_t zfi_config_count(const zf_config *c, size_t *depth);
-
 /* ---- paths (path.c) ---- */
 
 /* A `library`, `python` or `descriptor` reference -> absolute normalized
@@ -218,11 +212,6 @@ bool zfi_refuse_zenoh(zfi_loader *ld, const zf_config *map, const char *prefix, 
  * and its key expressions. */
 void zfi_refuse_builtin(zfi_loader *ld, const zf_config *entry, const zf_config *desc,
                         const char *field, const char *id, zf_node_kind kind, const char *name);
-
-/* "source" / "operator" / "sink"; "block" / "drop_oldest" / "drop_newest"
- * (local, so the graph layer does not depend on the runtime). */
-const char *zfi_kind_word(zf_node_kind k);
-const char *zfi_policy_word(zf_policy p);
 
 /* ---- the loader (flatten.c, validate.c) ---- */
 

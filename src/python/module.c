@@ -1010,7 +1010,7 @@ PyObject *pyz_config_to_py(const zf_config *c)
         Py_RETURN_NONE;
     case ZF_CFG_BOOL: {
         bool b = false;
-        zf_config_bool(c, "", false, &b);
+        ZF_IGNORE(zf_config_bool(c, "", false, &b)); /* the kind is checked above */
         return PyBool_FromLong(b);
     }
     case ZF_CFG_INT: {
@@ -1021,7 +1021,7 @@ PyObject *pyz_config_to_py(const zf_config *c)
     }
     case ZF_CFG_FLOAT: {
         double v = 0;
-        zf_config_float(c, "", 0, &v);
+        ZF_IGNORE(zf_config_float(c, "", 0, &v)); /* the kind is checked above */
         return PyFloat_FromDouble(v);
     }
     case ZF_CFG_STRING: {

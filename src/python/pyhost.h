@@ -80,8 +80,11 @@ PyObject *pyz_config_to_py(const zf_config *c);
  * and _describe(exc) -> (one_line, full_text). */
 PyObject *pyz_helper(const char *name);
 
-/* If the pending exception is a zflow.Error, its zf_err code; else
- * ZF_ENODE. Does not clear it. */
+/* The zf_err code of the exception object exc if it is a zflow.Error (its
+ * `code` attribute, a name such as "ZF_ECLOSED"), else ZF_ENODE (also for
+ * exc NULL). It clears the error indicator -- any pending exception and any
+ * raised while reading exc.code -- so fetch the exception first (PyErr_Fetch)
+ * and restore it afterwards if it is still wanted, as host.c does. */
 zf_err pyz_error_code(PyObject *exc);
 
 #endif

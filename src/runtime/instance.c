@@ -10,25 +10,6 @@
 
 #define DEFAULT_DRAIN_TIMEOUT_NS 2000000000LL
 
-const char *zf_instance_state_name(zf_instance_state s)
-{
-    switch (s) {
-    case ZF_INSTANCE_CREATED:
-        return "CREATED";
-    case ZF_INSTANCE_RUNNING:
-        return "RUNNING";
-    case ZF_INSTANCE_SUSPENDED:
-        return "SUSPENDED";
-    case ZF_INSTANCE_DRAINING:
-        return "DRAINING";
-    case ZF_INSTANCE_DESTROYED:
-        return "DESTROYED";
-    case ZF_INSTANCE_FAILED:
-        return "FAILED";
-    }
-    return "UNKNOWN";
-}
-
 /* ---- runtime ---- */
 
 zf_err zf_runtime_create(const zf_runtime_options *opt, zf_runtime **out)

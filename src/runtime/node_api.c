@@ -203,31 +203,3 @@ void zf_node_set_error(zf_node *n, const char *fmt, ...)
             p += k - 1;
     }
 }
-
-const char *zf_node_kind_name(zf_node_kind k)
-{
-    switch (k) {
-    case ZF_SOURCE:
-        return "source";
-    case ZF_OPERATOR:
-        return "operator";
-    case ZF_SINK:
-        return "sink";
-    }
-    return "unknown";
-}
-
-const char *zf_node_state_name(zf_node_state s)
-{
-    switch (s) {
-    case ZF_NODE_RUNNING:
-        return "RUNNING";
-    case ZF_NODE_DEGRADED:
-        return "DEGRADED";
-    case ZF_NODE_FAILED:
-        return "FAILED";
-    case ZF_NODE_DONE:
-        return "DONE";
-    }
-    return "UNKNOWN";
-}

@@ -336,7 +336,7 @@ zf_stop_report run_until(const std::string &yaml, const char *id, uint64_t n,
             break;
         zt_sleep_ms(5);
     }
-    zf_instance_stop(inst, &r);
+    CHECK_EQ(zf_instance_stop(inst, &r), ZF_OK);
     if (stats)
         *stats = node_stats(inst, stats_of ? stats_of : id);
     zf_instance_destroy(inst);
@@ -412,7 +412,7 @@ void repeated_exceptions_degrade_the_node_with_the_reason()
     std::string reason;
     zf_node_stats s = node_stats(inst, "relay", &reason);
     zf_stop_report rep;
-    zf_instance_stop(inst, &rep);
+    CHECK_EQ(zf_instance_stop(inst, &rep), ZF_OK);
     zf_instance_destroy(inst);
     zf_flow_free(f);
     CHECK(degraded);
@@ -466,7 +466,7 @@ void cpp_detect_runs_the_seed_pipeline()
     for (int t = 0; t < 20000 && node_stats(inst, "motor").callbacks < 30; t += 10)
         zt_sleep_ms(10);
     zf_stop_report rep;
-    zf_instance_stop(inst, &rep);
+    CHECK_EQ(zf_instance_stop(inst, &rep), ZF_OK);
     zf_node_stats det = node_stats(inst, "detect"), cam = node_stats(inst, "camera");
     zf_instance_destroy(inst);
     zf_flow_free(f);

@@ -13,14 +13,13 @@
 
 static void decode(const char *text, size_t len)
 {
-    char err[256];
     zf_request *r = NULL;
-    if (zf_request_decode(text, len, &r, err, sizeof err) == ZF_OK) {
+    if (zf_request_decode(text, len, &r) == ZF_OK) {
         char *again = zf_request_encode(r); /* what decodes must encode */
         if (!again)
             abort();
         zf_request *r2 = NULL;
-        if (zf_request_decode(again, strlen(again), &r2, err, sizeof err) != ZF_OK)
+        if (zf_request_decode(again, strlen(again), &r2) != ZF_OK)
             abort();
         zf_request_free(r2);
         free(again);

@@ -101,9 +101,8 @@ static char *read_frame(int fd, size_t *len)
 static void check_answer(const char *text, size_t len)
 {
     zf_config *tree = NULL;
-    char err[256];
-    if (zf_json_parse(text, len, &tree, err, sizeof err) != ZF_OK) {
-        fprintf(stderr, "an answer is not JSON (%s): %.300s\n", err, text);
+    if (zf_json_parse(text, len, &tree) != ZF_OK) {
+        fprintf(stderr, "an answer is not JSON (%s): %.300s\n", zf_last_error(), text);
         abort();
     }
     if (zf_config_kind_of(zf_config_get(tree, "ok")) != ZF_CFG_BOOL)

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Install the build into a temporary prefix, then build a consumer with
-# pkg-config and with CMake's find_package (shared and static), and run them.
+# pkg-config and with CMake's find_package (shared and static), and run them;
+# then a C project that includes zflow's source tree with add_subdirectory()
+# (zflow's tests, examples and benchmarks are not built there, nor is C++
+# needed).
 #   tests/install/run.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -13,6 +16,12 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 export LD_LIBRARY_PATH=$libdir
 test -f "$tmp/prefix/include/zflow/zflow.h"
 echo "== pkg-config: $(pkg-config --modversion zflow)"
+# the version, written once (include/zflow/version.h), is the same everywhere
+version=$(pkg-config --modversion zflow)
+pyversion=$(PYTHONPATH="$(find "$tmp/prefix" -type d -name dist-packages | head -1)" \
+  python3 -c 'import zflow; print(zflow.__version__)')
+test "$pyversion" = "$version"
+grep -q "^#define ZF_VERSION_MAJOR ${version%%.*}$" "$tmp/prefix/include/zflow/version.h"
 cc -std=c11 -Wall -Werror "$here/consumer.c" $(pkg-config --cflags --libs zflow) -o "$tmp/pc"
 "$tmp/pc"
 echo "== find_package(zflow)"
@@ -28,4 +37,30 @@ nm -D --defined-only "$tmp/proj/build/libconsumer_node.so" | grep -q ' zf_node_d
 "$tmp/prefix/bin/zfctl" validate "$tmp/prefix/share/zflow/examples/seed-pipeline/flow.yaml" --flatten \
   --var LIB_DIR="$tmp/prefix/lib/zflow/examples/seed-pipeline" >/dev/null
 test ! -e "$tmp/prefix/bin/zf-bench" # benchmarks are not installed
-echo "1 passed, 0 failed"
+echo "== add_subdirectory(zflow)"
+src=$(cd "$here/../.." && pwd)
+mkdir "$tmp/sub"
+cp "$here/consumer.c" "$tmp/sub/"
+cat >"$tmp/sub/CMakeLists.txt" <<EOF
+cmake_minimum_required(VERSION 3.18)
+project(zflow_parent C)
+add_subdirectory("$src" zflow)
+add_executable(consumer consumer.c)
+target_link_libraries(consumer PRIVATE zflow::zflow_static)
+EOF
+# C only, as a C project would build it: no C++ compiler is even looked for
+cmake -S "$tmp/sub" -B "$tmp/sub/build" -DZF_PYTHON=OFF -DZF_CXX=OFF >/dev/null
+if grep -q '^CMAKE_CXX_COMPILER:' "$tmp/sub/build/CMakeCache.txt"; then
+  echo "add_subdirectory: C++ was enabled for a C build" >&2
+  exit 1
+fi
+targets=$(cmake --build "$tmp/sub/build" --target help)
+for t in test_link zf-bench zf_camera; do # tests, benchmarks, examples: top level only
+  if grep -qx "\.\.\. $t" <<<"$targets"; then
+    echo "add_subdirectory: target $t is defined" >&2
+    exit 1
+  fi
+done
+nice -n 10 cmake --build "$tmp/sub/build" --target consumer -j2 >/dev/null
+"$tmp/sub/build/consumer"
+echo "2 passed, 0 failed"

@@ -31,7 +31,7 @@ static bool have_python(void)
 static void runtime(void)
 {
     if (!rt)
-        zf_runtime_create(NULL, &rt);
+        ZT_OK(zf_runtime_create(NULL, &rt));
 }
 
 static void write_file(const char *path, const char *text, mode_t mode)

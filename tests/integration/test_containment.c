@@ -35,7 +35,7 @@ static const char *pipeline(const char *policy, const char *detect_cfg, const ch
 static zf_instance *launch(const char *yaml, zf_flow **fo)
 {
     if (!rt)
-        zf_runtime_create(NULL, &rt);
+        ZT_OK(zf_runtime_create(NULL, &rt));
     return zt_launch(rt, yaml, NULL, fo);
 }
 

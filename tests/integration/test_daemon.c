@@ -145,7 +145,8 @@ static zf_config *request(zf_op op, const char *id)
         return NULL;
     zf_request r = {.version = ZF_PROTOCOL_VERSION, .op = op, .id = id};
     zf_config *resp = NULL;
-    zf_client_call(c, &r, &resp, 30000);
+    if (zf_client_call(c, &r, &resp, 30000) != ZF_OK) /* NULL: the callers check */
+        fprintf(stderr, "  request %s: %s\n", zf_op_name(op), zf_last_error());
     zf_client_close(c);
     return resp;
 }
@@ -158,10 +159,10 @@ static long long node_callbacks(const char *id, const char *node)
     for (size_t i = 0; i < zf_config_len(nodes); i++) {
         const zf_config *n = zf_config_at(nodes, i);
         const char *nid = NULL;
-        zf_config_string(n, "id", "", &nid);
+        ZT_OK(zf_config_string(n, "id", "", &nid));
         if (!strcmp(nid, node)) {
             int64_t cb = 0;
-            zf_config_int(n, "callbacks", 0, &cb);
+            ZT_OK(zf_config_int(n, "callbacks", 0, &cb));
             v = cb;
         }
     }
@@ -364,7 +365,7 @@ static bool hello_ok(void)
 {
     zf_config *r = request(ZF_OP_HELLO, NULL);
     bool ok = false;
-    zf_config_bool(r, "ok", false, &ok);
+    ZT_OK(zf_config_bool(r, "ok", false, &ok));
     zf_config_free(r);
     return ok;
 }
@@ -550,7 +551,7 @@ ZT_CASE(two_hundred_deploy_destroy_cycles_stay_flat)
         zf_config *resp = NULL;
         ZT_OK(zf_client_call(c, &r, &resp, 30000));
         const char *uuid = NULL;
-        zf_config_string(resp, "result.uuid", NULL, &uuid);
+        ZT_OK(zf_config_string(resp, "result.uuid", NULL, &uuid));
         ZT_CHECK(uuid);
         char id[40];
         snprintf(id, sizeof id, "%s", uuid);
@@ -558,8 +559,8 @@ ZT_CASE(two_hundred_deploy_destroy_cycles_stay_flat)
         zf_request d = {.version = ZF_PROTOCOL_VERSION, .op = ZF_OP_DESTROY, .id = id};
         ZT_OK(zf_client_call(c, &d, &resp, 30000));
         int64_t after = -1, leaked = -1;
-        zf_config_int(resp, "result.report.pool_bytes_after", -1, &after);
-        zf_config_int(resp, "result.report.bytes_leaked", -1, &leaked);
+        ZT_OK(zf_config_int(resp, "result.report.pool_bytes_after", -1, &after));
+        ZT_OK(zf_config_int(resp, "result.report.bytes_leaked", -1, &leaked));
         zf_config_free(resp);
         zf_client_close(c);
         ZT_EQ(after, 0); /* the pool is back to 0 after each destroy */
@@ -658,7 +659,8 @@ static zf_config *deploy_text(const char *yaml, const char *path, const char *na
                     .n_vars = 1,
                     .start = true};
     zf_config *resp = NULL;
-    zf_client_call(c, &r, &resp, timeout_ms);
+    if (zf_client_call(c, &r, &resp, timeout_ms) != ZF_OK) /* NULL: the callers check */
+        fprintf(stderr, "  deploy: %s\n", zf_last_error());
     zf_client_close(c);
     return resp;
 }
@@ -666,14 +668,14 @@ static zf_config *deploy_text(const char *yaml, const char *path, const char *na
 static bool answer_ok(const zf_config *r)
 {
     bool ok = false;
-    zf_config_bool(r, "ok", false, &ok);
+    ZT_OK(zf_config_bool(r, "ok", false, &ok));
     return ok;
 }
 
 static const char *answer_str(const zf_config *r, const char *key)
 {
     const char *v = NULL;
-    zf_config_string(r, key, "", &v);
+    ZT_OK(zf_config_string(r, key, "", &v));
     return v ? v : "";
 }
 
@@ -787,8 +789,7 @@ ZT_CASE(seventy_idle_connections_do_not_lock_out_zfctl)
     read_reply(fd, buf, sizeof buf);
     close(fd);
     zf_config *tree = NULL;
-    char err[128];
-    ZT_EQ(zf_json_parse(buf, strlen(buf), &tree, err, sizeof err), ZF_OK);
+    ZT_EQ(zf_json_parse(buf, strlen(buf), &tree), ZF_OK);
     ZT_STREQ(answer_str(tree, "error.code"), "ZF_EPARSE");
     zf_config_free(tree);
     for (int i = 0; i < 70; i++)
@@ -891,7 +892,7 @@ static int abandoned_in(const zf_config *w, const char *in, double *cpu)
         if (!strcmp(answer_str(x, "in"), in) && !strcmp(answer_str(x, "node"), "bad")) {
             n++;
             if (cpu)
-                zf_config_float(x, "cpu_s", 0, cpu);
+                ZT_OK(zf_config_float(x, "cpu_s", 0, cpu));
         }
     }
     return n;
@@ -1249,7 +1250,8 @@ static void *chaos_client(void *arg)
         zf_client *cl = NULL;
         zf_config *resp = NULL;
         if (zf_client_connect(sock, &cl) == ZF_OK) {
-            zf_client_call(cl, &q, &resp, 60000);
+            /* a call that fails leaves resp NULL: counted as unanswered below */
+            ZF_IGNORE(zf_client_call(cl, &q, &resp, 60000));
             zf_client_close(cl);
         }
         if (!resp || !zf_config_get(resp, "ok"))
@@ -1285,10 +1287,10 @@ ZT_CASE(chaos_clients_on_shared_instances)
         snprintf(name, sizeof name, "chaos%d", i);
         zf_config *r = request(ZF_OP_DESTROY, name);
         bool ok = false;
-        zf_config_bool(r, "ok", false, &ok);
+        ZT_OK(zf_config_bool(r, "ok", false, &ok));
         if (ok) {
             int64_t leaked = -1;
-            zf_config_int(r, "result.report.bytes_leaked", -1, &leaked);
+            ZT_OK(zf_config_int(r, "result.report.bytes_leaked", -1, &leaked));
             ZT_EQ(leaked, 0);
         }
         zf_config_free(r);
@@ -1304,7 +1306,55 @@ ZT_CASE(chaos_clients_on_shared_instances)
     ZT_CHECK(clean);
 }
 
-ZT_MAIN(ZT_ENTRY(five_instances_listed_destroyed_suspended_resumed),
+/* Options match exactly, in both spellings ("--opt value", "--opt=value");
+ * an option that only begins like one is refused, not taken for it; the
+ * worker's name reaches HELLO's JSON escaped. */
+ZT_CASE(options_match_exactly_and_hello_escapes_the_name)
+{
+    paths();
+    struct {
+        const char *args[4];
+        const char *want;
+    } bad[] = {
+        {{"--names", "x"}, "unknown option '--names'"},
+        {{"--name=x", "--log-level", "info"}, "unknown option '--log-level'"},
+        {{"--name=x", "--workers=2x"}, "--workers takes a number from 1 to 256, got '2x'"},
+        {{"--name=x", "--max-instances", "0"}, "--max-instances takes a number"},
+        {{"--name=x", "--allow-descriptor-dir=yes"}, "unknown option '--allow-descriptor-dir=yes'"},
+        {{"--name=x", "--socket"}, "--socket needs a value"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *argv[8] = {zfd_bin};
+        int n = 1;
+        for (int k = 0; k < 4 && bad[i].args[k]; k++)
+            argv[n++] = (char *)bad[i].args[k];
+        char *out = NULL;
+        ZT_EQ(zt_exec(argv, &out, 60), 2);
+        ZT_CONTAINS(out, bad[i].want);
+        free(out);
+    }
+    /* "--name=" and "--socket=" work (start_daemon_with adds its own --name
+     * first: the later one wins, as with any repeated option). */
+    const char *name = "edge \"1\"\\x";
+    char name_opt[64], sock_opt[600];
+    snprintf(name_opt, sizeof name_opt, "--name=%s", name);
+    snprintf(sock_opt, sizeof sock_opt, "--socket=%s", sock);
+    const char *args[] = {name_opt, sock_opt, NULL};
+    start_daemon_with(args, false);
+    ZT_CHECK(socket_up());
+    zf_config *r = request(ZF_OP_HELLO, NULL);
+    const char *worker = NULL;
+    int64_t pid = 0;
+    ZT_EQ(zf_config_string(r, "result.worker", NULL, &worker), ZF_OK);
+    ZT_STREQ(worker, name);
+    ZT_EQ(zf_config_int(r, "result.pid", 0, &pid), ZF_OK);
+    ZT_EQ(pid, daemon_pid);
+    zf_config_free(r);
+    ZT_EQ(stop_daemon(), 0);
+}
+
+ZT_MAIN(ZT_ENTRY(options_match_exactly_and_hello_escapes_the_name),
+        ZT_ENTRY(five_instances_listed_destroyed_suspended_resumed),
         ZT_ENTRY(library_outside_lib_path_is_refused),
         ZT_ENTRY(node_files_outside_lib_path_are_not_read),
         ZT_ENTRY(invalid_descriptor_is_reported_with_its_place),

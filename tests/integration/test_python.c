@@ -82,7 +82,7 @@ static bool no_python(void)
     snprintf(host, sizeof host, "%s/libzflow-python.so", zt_build_dir());
     if ((env && *env && access(env, R_OK) == 0) || access(host, R_OK) == 0) {
         if (!rt)
-            zf_runtime_create(NULL, &rt);
+            ZT_OK(zf_runtime_create(NULL, &rt));
         snprintf(py_var, sizeof py_var, "PY=%s/tests/python", zt_source_dir());
         return false;
     }
@@ -562,7 +562,7 @@ ZT_CASE(seed_pipeline_with_detect_py)
     ZT_CHECK(inst);
     ZT_CHECK(zt_wait_callbacks(inst, "motor", 30, 30000));
     zf_stop_report r;
-    zf_instance_stop(inst, &r);
+    ZT_OK(zf_instance_stop(inst, &r));
     zf_node_stats det, cam;
     zt_node_stats(inst, "detect", &det, NULL, 0);
     zt_node_stats(inst, "camera", &cam, NULL, 0);
@@ -665,7 +665,7 @@ static zf_stop_report run_zenoh_flow(const char *file, const char *id, uint64_t 
     zf_diag_free(d);
     if (inst) {
         *ok = zt_wait_callbacks(inst, id, n, 30000);
-        zf_instance_stop(inst, &r);
+        ZT_OK(zf_instance_stop(inst, &r));
         for (size_t i = 0; i < zf_flow_node_count(f); i++) {
             zf_node_stats st;
             zt_node_stats(inst, zf_flow_node_id(f, i), &st, NULL, 0);

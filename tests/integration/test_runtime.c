@@ -12,7 +12,7 @@ static zf_runtime *rt;
 static void setup(void)
 {
     if (!rt)
-        zf_runtime_create(NULL, &rt);
+        ZT_OK(zf_runtime_create(NULL, &rt));
 }
 
 /* source -> relay -> sink; knobs as extra descriptor text. */
@@ -245,7 +245,7 @@ ZT_CASE(drop_oldest_link_sheds_and_stays_bounded)
         zt_sleep_ms(5);
     zf_pool_stats p = zt_pool_stats(inst);
     zf_stop_report r;
-    zf_instance_stop(inst, &r);
+    ZT_OK(zf_instance_stop(inst, &r));
     zf_instance_destroy(inst);
     zf_flow_free(f);
     ZT_CHECK(r.dropped > 0);

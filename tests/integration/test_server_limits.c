@@ -81,8 +81,8 @@ static bool call(zf_op op)
     zf_request r = {.version = ZF_PROTOCOL_VERSION, .op = op};
     zf_config *resp = NULL;
     bool ok = zf_client_call(c, &r, &resp, 10000) == ZF_OK;
-    if (ok)
-        zf_config_bool(resp, "ok", false, &ok);
+    if (ok && zf_config_bool(resp, "ok", false, &ok) != ZF_OK)
+        ok = false;
     zf_config_free(resp);
     zf_client_close(c);
     return ok;

@@ -56,6 +56,18 @@ ZT_CASE(help_and_usage_errors)
     ZT_EQ(zf(&out, 10, "run", flow, "--duration", "soon", NULL), 2);
     ZT_CONTAINS(out, "not a duration");
     free(out);
+    /* options match exactly: one that only begins like one is unknown */
+    ZT_EQ(zf(&out, 10, "run", flow, "--durations", "1s", NULL), 2);
+    ZT_CONTAINS(out, "unknown option '--durations'");
+    free(out);
+    ZT_EQ(zf(&out, 10, "run", flow, "--stats=yes", NULL), 2);
+    ZT_CONTAINS(out, "unknown option '--stats=yes'");
+    free(out);
+    ZT_EQ(zf(&out, 10, "run", flow, "--workers=0", NULL), 2);
+    ZT_CONTAINS(out, "--workers takes a number");
+    free(out);
+    ZT_EQ(zf(&out, 10, "run", flow, "--duration=0.2s", "--workers", "2", NULL), 0);
+    free(out);
 }
 
 ZT_CASE(validate_good_and_bad)

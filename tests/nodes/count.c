@@ -19,7 +19,12 @@ static zf_err count_init(zf_node *n, void **state)
     if (!c)
         return ZF_ENOMEM;
     const char *p = NULL;
-    zf_config_string(zf_node_config(n), "summary", NULL, &p);
+    if (zf_config_string(zf_node_config(n), "summary", NULL, &p) != ZF_OK) {
+        zf_node_set_error(n, "%s",
+                          zf_last_error()); /* "configuration 'KEY' is ..., expected ..." */
+        free(c);
+        return ZF_ETYPE;
+    }
     c->summary = p && *p ? strdup(p) : NULL;
     *state = c;
     return ZF_OK;

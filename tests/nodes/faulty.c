@@ -38,11 +38,17 @@ static zf_err faulty_init(zf_node *n, void **state)
     if (!f)
         return ZF_ENOMEM;
     const zf_config *c = zf_node_config(n);
-    const char *mode = "none";
-    zf_config_string(c, "mode", "none", &mode);
+    const char *mode = "none", *pidfile = NULL;
+    if (zf_config_string(c, "mode", "none", &mode) != ZF_OK ||
+        zf_config_int(c, "sleep_ms", 0, &f->sleep_ms) != ZF_OK ||
+        zf_config_int(c, "child_s", 30, &f->child_s) != ZF_OK ||
+        zf_config_string(c, "pidfile", NULL, &pidfile) != ZF_OK) {
+        zf_node_set_error(n, "%s",
+                          zf_last_error()); /* "configuration 'KEY' is ..., expected ..." */
+        free(f);
+        return ZF_ETYPE;
+    }
     strncpy(f->mode, mode ? mode : "none", sizeof f->mode - 1);
-    zf_config_int(c, "sleep_ms", 0, &f->sleep_ms);
-    zf_config_int(c, "child_s", 30, &f->child_s);
     *state = f;
     if (!strcmp(f->mode, "init_hang"))
         sleep_forever();
@@ -56,8 +62,6 @@ static zf_err faulty_init(zf_node *n, void **state)
             sleep((unsigned)f->child_s);
             _exit(0);
         }
-        const char *pidfile = NULL;
-        zf_config_string(c, "pidfile", NULL, &pidfile);
         FILE *p = pidfile ? fopen(pidfile, "w") : NULL;
         if (p) {
             fprintf(p, "%d\n", (int)pid);

@@ -79,10 +79,15 @@ static zf_err gen_init(zf_node *n, void **state)
     g->node = n;
     const zf_config *c = zf_node_config(n);
     const char *mode = "pool";
-    zf_config_int(c, "count", 0, &g->count);
-    zf_config_int(c, "size", 64, &g->size);
-    zf_config_string(c, "mode", "pool", &mode);
-    zf_config_bool(c, "thread", false, &g->threaded);
+    if (zf_config_int(c, "count", 0, &g->count) != ZF_OK ||
+        zf_config_int(c, "size", 64, &g->size) != ZF_OK ||
+        zf_config_string(c, "mode", "pool", &mode) != ZF_OK ||
+        zf_config_bool(c, "thread", false, &g->threaded) != ZF_OK) {
+        zf_node_set_error(n, "%s",
+                          zf_last_error()); /* "configuration 'KEY' is ..., expected ..." */
+        free(g);
+        return ZF_ETYPE;
+    }
     g->mode = mode[0] == 'w' ? 'w' : mode[0] == 's' ? 's' : 'p';
     if (g->size < 16 || (g->mode == 's' && g->size > (int64_t)sizeof static_payload)) {
         zf_node_set_error(n, "size must be >= 16 (<= 4096 for static)");

@@ -27,14 +27,19 @@ static zf_err relay_init(zf_node *n, void **state)
     if (!r)
         return ZF_ENOMEM;
     const zf_config *c = zf_node_config(n);
-    zf_config_bool(c, "mutate", false, &r->mutate);
-    zf_config_bool(c, "scribble", false, &r->scribble);
-    zf_config_int(c, "keep", 0, &r->keep);
-    zf_config_int(c, "leak", 0, &r->leak);
-    zf_config_int(c, "fail_every", 0, &r->fail_every);
-    zf_config_int(c, "sleep_us", 0, &r->sleep_us);
-    zf_config_int(c, "hang_on", 0, &r->hang_on);
-    zf_config_int(c, "hang_ms", 0, &r->hang_ms);
+    if (zf_config_bool(c, "mutate", false, &r->mutate) != ZF_OK ||
+        zf_config_bool(c, "scribble", false, &r->scribble) != ZF_OK ||
+        zf_config_int(c, "keep", 0, &r->keep) != ZF_OK ||
+        zf_config_int(c, "leak", 0, &r->leak) != ZF_OK ||
+        zf_config_int(c, "fail_every", 0, &r->fail_every) != ZF_OK ||
+        zf_config_int(c, "sleep_us", 0, &r->sleep_us) != ZF_OK ||
+        zf_config_int(c, "hang_on", 0, &r->hang_on) != ZF_OK ||
+        zf_config_int(c, "hang_ms", 0, &r->hang_ms) != ZF_OK) {
+        zf_node_set_error(n, "%s",
+                          zf_last_error()); /* "configuration 'KEY' is ..., expected ..." */
+        free(r);
+        return ZF_ETYPE;
+    }
     r->kept = calloc((size_t)(r->keep + 1), sizeof *r->kept);
     *state = r;
     return ZF_OK;

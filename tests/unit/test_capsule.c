@@ -232,9 +232,9 @@ ZT_CASE(use_after_unref_aborts_clearly)
     if (pid == 0) {
         dup2(fds[1], 2);
         zf_pool *p = NULL;
-        zf_pool_create(NULL, &p);
         zf_data *d = NULL;
-        zf_pool_alloc(p, 32, &d);
+        if (zf_pool_create(NULL, &p) != ZF_OK || zf_pool_alloc(p, 32, &d) != ZF_OK)
+            _exit(3);
         zf_data_unref(d);
         zf_data_len(d); /* use after free: must abort */
         _exit(0);

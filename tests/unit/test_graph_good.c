@@ -208,14 +208,14 @@ static zf_config *parse_json(const char *text)
 static const char *jstr(const zf_config *c, const char *path)
 {
     const char *v = NULL;
-    zf_config_string(c, path, NULL, &v);
+    ZT_OK(zf_config_string(c, path, NULL, &v));
     return v;
 }
 
 static int64_t jint(const zf_config *c, const char *path)
 {
     int64_t v = -1;
-    zf_config_int(c, path, -1, &v);
+    ZT_OK(zf_config_int(c, path, -1, &v));
     return v;
 }
 

@@ -14,7 +14,27 @@ import time as _time
 
 from zflow._support import DEBUG, ERROR, INFO, TRACE, WARN, Error, Node  # noqa: F401
 
-__version__ = "0.1.0"
+
+def _source_version():
+    """The version in a source checkout: include/zflow/version.h, the one
+    place it is written (an installed package has zflow/_version.py, made
+    from the same header by CMake)."""
+    import pathlib
+    import re
+
+    header = pathlib.Path(__file__).resolve().parents[3] / "include" / "zflow" / "version.h"
+    try:
+        text = header.read_text()
+    except OSError:
+        return "unknown"
+    parts = [re.search(r"^#define ZF_VERSION_%s +(\d+)$" % p, text, re.M) for p in ("MAJOR", "MINOR", "PATCH")]
+    return ".".join(m.group(1) for m in parts) if all(parts) else "unknown"
+
+
+try:
+    from zflow._version import __version__
+except ImportError:
+    __version__ = _source_version()
 __all__ = [
     "Capsule",
     "Context",

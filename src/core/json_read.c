@@ -1,11 +1,11 @@
-/* JSON text -> zf_config tree (RFC 8259), for the control protocol. A
+/* JSON text -> zf_config tree (RFC 8259): the one JSON parser. A
  * recursive-descent parser with a depth limit; strings must be valid UTF-8
  * (no overlong forms, surrogates or code points past U+10FFFF; escapes
  * decoded, \u0000 refused: protocol strings are C strings);
  * numbers become ints when they are integers that fit in 64 bits. */
 #include "core/common.h"
-#include "graph/flow.h"
-#include "graph/loader.h"
+#include "core/config.h"
+#include "zflow/json.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,8 +17,7 @@
 typedef struct parser {
     const char *s;
     size_t len, pos;
-    char *err;
-    size_t errlen;
+    char msg[128]; /* the first failure */
     bool failed;
 } parser;
 
@@ -27,8 +26,7 @@ static void fail(parser *p, const char *what)
     if (p->failed)
         return;
     p->failed = true;
-    if (p->err && p->errlen)
-        snprintf(p->err, p->errlen, "JSON: %s at byte %zu", what, p->pos);
+    snprintf(p->msg, sizeof p->msg, "JSON: %s at byte %zu", what, p->pos);
 }
 
 static void skip_ws(parser *p)
@@ -321,14 +319,12 @@ static zf_config *value(parser *p, int depth)
     return v;
 }
 
-zf_err zf_json_parse(const char *text, size_t len, zf_config **out, char *err, size_t errlen)
+zf_err zf_json_parse(const char *text, size_t len, zf_config **out)
 {
-    if (err && errlen)
-        err[0] = '\0';
     if (!text || !out)
         return zfi_error(ZF_EINVAL, "zf_json_parse: NULL argument");
     *out = NULL;
-    parser p = {.s = text, .len = len, .err = err, .errlen = errlen};
+    parser p = {.s = text, .len = len};
     zf_config *v = value(&p, 0);
     if (v) {
         skip_ws(&p);
@@ -339,20 +335,7 @@ zf_err zf_json_parse(const char *text, size_t len, zf_config **out, char *err, s
         }
     }
     if (!v)
-        return zfi_error(ZF_EPARSE, "%s", err && *err ? err : "JSON: invalid");
+        return zfi_error(ZF_EPARSE, "%s", p.msg);
     *out = v;
     return ZF_OK;
-}
-
-char *zf_config_to_json(const zf_config *c)
-{
-    zfi_buf b;
-    zfi_buf_init(&b);
-    zfi_config_to_json(c, &b);
-    return zfi_buf_steal(&b);
-}
-
-void zf_config_free(zf_config *c)
-{
-    zfi_config_free(c);
 }

@@ -1,6 +1,9 @@
 /* The configuration tree (zf_config): construction, YAML 1.2 core-schema
- * scalars, clone, merge, JSON, and the public read-only accessors. */
-#include "graph/loader.h"
+ * scalars, clone, merge, the public read-only accessors and zf_config_free.
+ * Parsers: src/graph/tree.c (YAML), src/core/json_read.c (JSON); writing it
+ * as JSON: src/core/json_write.c. */
+#include "core/config.h"
+#include "core/common.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -332,60 +335,6 @@ fail:
     return NULL;
 }
 
-static void json_double(zfi_buf *b, double f)
-{
-    if (!isfinite(f)) { /* JSON has no inf / nan */
-        zfi_buf_puts(b, "null");
-        return;
-    }
-    char tmp[40];
-    snprintf(tmp, sizeof tmp, "%.15g", f);
-    if (strtod(tmp, NULL) != f)
-        snprintf(tmp, sizeof tmp, "%.17g", f);
-    zfi_buf_puts(b, tmp);
-    if (!strpbrk(tmp, ".eE"))
-        zfi_buf_puts(b, ".0");
-}
-
-void zfi_config_to_json(const zf_config *c, zfi_buf *b)
-{
-    if (!c) {
-        zfi_buf_puts(b, "null");
-        return;
-    }
-    switch (c->kind) {
-    case ZF_CFG_NULL:
-        zfi_buf_puts(b, "null");
-        break;
-    case ZF_CFG_BOOL:
-        zfi_buf_puts(b, c->b ? "true" : "false");
-        break;
-    case ZF_CFG_INT:
-        zfi_buf_printf(b, "%" PRId64, c->i);
-        break;
-    case ZF_CFG_FLOAT:
-        json_double(b, c->f);
-        break;
-    case ZF_CFG_STRING:
-        zfi_buf_json_str(b, c->text ? c->text : "");
-        break;
-    case ZF_CFG_SEQ:
-    case ZF_CFG_MAP:
-        zfi_buf_puts(b, c->kind == ZF_CFG_MAP ? "{" : "[");
-        for (size_t k = 0; k < c->n; k++) {
-            if (k)
-                zfi_buf_puts(b, ",");
-            if (c->kind == ZF_CFG_MAP) {
-                zfi_buf_json_str(b, c->keys[k]);
-                zfi_buf_puts(b, ":");
-            }
-            zfi_config_to_json(c->items[k], b);
-        }
-        zfi_buf_puts(b, c->kind == ZF_CFG_MAP ? "}" : "]");
-        break;
-    }
-}
-
 /* ---- public accessors ---- */
 
 zf_config_kind zf_config_kind_of(const zf_config *c)
@@ -434,13 +383,6 @@ const char *zf_config_text(const zf_config *c)
     return c && c->kind != ZF_CFG_MAP && c->kind != ZF_CFG_SEQ ? (c->text ? c->text : "") : NULL;
 }
 
-static const char *kind_word(zf_config_kind k)
-{
-    static const char *const names[] = {"null",     "a boolean",  "an integer", "a float",
-                                        "a string", "a sequence", "a map"};
-    return (unsigned)k < ZFI_ARRAY_LEN(names) ? names[k] : "?";
-}
-
 /* The value to read: NULL when absent or null (the default applies). */
 static const zf_config *lookup(const zf_config *c, const char *key)
 {
@@ -451,7 +393,7 @@ static const zf_config *lookup(const zf_config *c, const char *key)
 static zf_err wrong(const char *key, const zf_config *v, const char *want)
 {
     return zfi_error(ZF_ETYPE, "configuration '%s' is %s, expected %s", key ? key : "",
-                     kind_word(v->kind), want);
+                     zf_config_kind_name(v->kind), want);
 }
 
 zf_err zf_config_string(const zf_config *c, const char *key, const char *def, const char **out)
@@ -508,4 +450,9 @@ zf_err zf_config_bool(const zf_config *c, const char *key, bool def, bool *out)
         return wrong(key, v, "a boolean");
     *out = v->b;
     return ZF_OK;
+}
+
+void zf_config_free(zf_config *c)
+{
+    zfi_config_free(c);
 }
