@@ -66,7 +66,7 @@ ZT_CASE(help_and_usage_errors)
     ZT_EQ(zf(&out, 10, "run", flow, "--workers=0", NULL), 2);
     ZT_CONTAINS(out, "--workers takes a number");
     free(out);
-    ZT_EQ(zf(&out, 10, "run", flow, "--duration=0.2s", "--workers", "2", NULL), 0);
+    ZT_EQ(zf(&out, 60, "run", flow, "--var", libdir, "--duration=0.2s", "--workers", "2", NULL), 0);
     free(out);
 }
 
