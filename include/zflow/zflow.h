@@ -912,4 +912,6 @@ ZF_EXPORT bool zf_server_stop(zf_server *s);
 }
 #endif
 
+#include "cluster.h" /* workers over Cyclone DDS (docs/cluster.md) */
+
 #endif /* ZFLOW_H */
