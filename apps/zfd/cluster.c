@@ -18,7 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define PHASE_TIMEOUT_MS 30000
+#define PHASE_TIMEOUT_MS 30000 /* load, start, destroy */
+#define QUERY_TIMEOUT_MS 5000  /* ls, status */
 
 static struct {
     int domain; /* -1: not asked */
@@ -248,7 +249,8 @@ static void fanout_free(fanout *f)
 
 /* The same body to every worker named in `workers` (a JSON array), or to
  * every live worker (NULL). */
-static bool fanout_call(zfd_daemon *d, fanout *f, const char *workers_json, const char *b)
+static bool fanout_call(zfd_daemon *d, fanout *f, const char *workers_json, const char *b,
+                        int timeout_ms)
 {
     memset(f, 0, sizeof *f);
     zf_config *t = NULL;
@@ -278,8 +280,8 @@ static bool fanout_call(zfd_daemon *d, fanout *f, const char *workers_json, cons
     free(all);
     zf_config_free(t);
     if (okv)
-        zf_cluster_call(d->cluster, f->n, f->workers, (const char *const *)f->bodies,
-                        PHASE_TIMEOUT_MS, f->replies, f->errors);
+        zf_cluster_call(d->cluster, f->n, f->workers, (const char *const *)f->bodies, timeout_ms,
+                        f->replies, f->errors);
     /* names are owned through f->workers from here */
     free(names);
     return okv;
@@ -364,7 +366,7 @@ char *zfd_cluster_deploy(zfd_daemon *d, const zf_request *req, const zf_flow *f)
     uint64_t t0 = zf_clock_ns();
     fanout fo;
     char *resp = NULL;
-    if (!fanout_call(d, &fo, workers, b)) {
+    if (!fanout_call(d, &fo, workers, b, PHASE_TIMEOUT_MS)) {
         free(b);
         free(workers);
         return zf_response_error(ZF_ENOMEM, "out of memory");
@@ -412,7 +414,7 @@ char *zfd_cluster_deploy(zfd_daemon *d, const zf_request *req, const zf_flow *f)
         jw_end_arr(&w);
         char *back = jw_steal(&w);
         fanout fb;
-        if (n_loaded && fanout_call(d, &fb, back, ab)) {
+        if (n_loaded && fanout_call(d, &fb, back, ab, PHASE_TIMEOUT_MS)) {
             fanout_free_names(&fb);
             fanout_free(&fb);
         }
@@ -431,7 +433,7 @@ char *zfd_cluster_deploy(zfd_daemon *d, const zf_request *req, const zf_flow *f)
         free(senc);
         fanout fs;
         char serr[1024] = "";
-        if (fanout_call(d, &fs, workers, sb)) {
+        if (fanout_call(d, &fs, workers, sb, PHASE_TIMEOUT_MS)) {
             for (size_t i = 0; i < fs.n; i++) {
                 zf_config *tree = NULL;
                 char m[512];
@@ -487,7 +489,7 @@ static char *cluster_list(zfd_daemon *d)
     char *b = body("local", enc, NULL, NULL, NULL);
     free(enc);
     fanout fo;
-    bool okv = fanout_call(d, &fo, NULL, b);
+    bool okv = fanout_call(d, &fo, NULL, b, QUERY_TIMEOUT_MS);
     free(b);
     if (!okv)
         return zf_response_error(ZF_ENOMEM, "out of memory");
@@ -710,7 +712,8 @@ static char *cluster_op(zfd_daemon *d, const zf_request *req, const char *uuid, 
     char *b = body("local", enc, NULL, NULL, NULL);
     free(enc);
     fanout fo;
-    bool okv = fanout_call(d, &fo, workers, b);
+    bool okv = fanout_call(d, &fo, workers, b,
+                           req->op == ZF_OP_STATUS ? QUERY_TIMEOUT_MS : PHASE_TIMEOUT_MS);
     free(b);
     if (!okv)
         return zf_response_error(ZF_ENOMEM, "out of memory");

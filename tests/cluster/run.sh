@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# Multi-daemon tests of the cluster (docs/cluster.md): zfd workers on one
+# machine over loopback, each test on a DDS domain of its own (from this
+# process's id), so parallel runs do not meet.
+#   tests/cluster/run.sh BUILD_DIR [three|kill|signed|all]
+# Every daemon is started here and killed by its pid at the end.
+set -euo pipefail
+B=$(cd "${1:?build dir}" && pwd)
+WHAT=${2:-all}
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+ZFD=$B/apps/zfd/zfd
+ZF=$B/apps/zfctl/zfctl
+LIB=$B/examples/seed-pipeline
+T=$(mktemp -d /tmp/zf-cluster.XXXXXX)
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$T"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; for f in "$T"/*.log; do echo "== $f"; tail -20 "$f"; done >&2; exit 1; }
+DOMAIN=$((100 + $$ % 120))
+
+# A flow of the seed pipeline (1 MiB frames) mapped across three workers.
+flow() {
+  sed -e "s#LIB_DIR: ../../build/examples/seed-pipeline#LIB_DIR: $LIB#" \
+      -e 's/FRAME_BYTES: 10MiB/FRAME_BYTES: 1MiB/' \
+      -e "s#RECORDER_SUMMARY: \"\"#RECORDER_SUMMARY: \"$T/rec.json\"#" \
+      -e "s#MOTOR_SUMMARY: \"\"#MOTOR_SUMMARY: \"$T/motor.json\"#" \
+      "$SRC/examples/seed-pipeline/flow.yaml" > "$T/flow.yaml"
+  printf '\nmapping:\n  edge_1: [camera]\n  edge_2: [detect]\n  cloud_1: [motor, recorder]\n' >> "$T/flow.yaml"
+}
+
+# start NAME [zfd options...]
+start() {
+  local n=$1; shift
+  "$ZFD" --name "$n" --domain "$DOMAIN" --socket "$T/$n.sock" --lib-path "$LIB" \
+    --allow-writable-lib-path "$@" > "$T/$n.log" 2>&1 &
+  PIDS+=($!)
+  eval "PID_$n=$!"
+}
+
+# wait_for SECONDS COMMAND...: until the command succeeds (bounded).
+wait_for() {
+  local s=$1; shift
+  local end=$((SECONDS + s))
+  until "$@" >/dev/null 2>&1; do
+    [[ $SECONDS -lt $end ]] || return 1
+    sleep 0.1
+  done
+}
+
+workers_seen() { [[ $("$ZF" workers --socket "$T/$1.sock" | grep -c " alive ") -ge $2 ]]; }
+
+three() {
+  flow
+  for w in edge_1 edge_2 cloud_1; do start $w; done
+  for w in edge_1 edge_2 cloud_1; do wait_for 20 workers_seen $w 3 || fail "$w does not see 3 workers"; done
+  uuid=$("$ZF" deploy "$T/flow.yaml" --socket "$T/edge_1.sock") || fail "deploy"
+  for w in edge_1 edge_2 cloud_1; do
+    "$ZF" ls --socket "$T/$w.sock" | grep "$uuid" | grep -q "RUNNING .*edge_1,edge_2,cloud_1" \
+      || fail "ls from $w does not show $uuid RUNNING on three workers"
+  done
+  sleep 2
+  "$ZF" status "$uuid" --socket "$T/cloud_1.sock" | grep -q "recorder .* cloud_1" || fail "status"
+  "$ZF" destroy "$uuid" --socket "$T/edge_2.sock" > "$T/destroy.txt" || fail "destroy: $(cat "$T/destroy.txt")"
+  for w in edge_1 edge_2 cloud_1; do
+    grep -q "worker $w .*bytes leaked 0, remote links closed [12], DDS entities left 0" "$T/destroy.txt" \
+      || fail "destroy report for $w: $(cat "$T/destroy.txt")"
+  done
+  grep -q '"bad":0' "$T/rec.json" || fail "frames damaged: $(cat "$T/rec.json")"
+  frames=$(sed 's/.*"frames":\([0-9]*\).*/\1/' "$T/rec.json")
+  dets=$(sed 's/.*"detections":\([0-9]*\).*/\1/' "$T/motor.json")
+  [[ $frames -gt 30 && $frames -eq $dets ]] || fail "frames $frames, detections $dets"
+  grep -q '"out_of_order":0' "$T/motor.json" || fail "out of order"
+  for w in edge_1 edge_2 cloud_1; do
+    [[ $("$ZF" ls --socket "$T/$w.sock" | wc -l) -eq 1 ]] || fail "$w still lists an instance"
+  done
+  echo "three: ok ($frames frames intact across three workers, destroyed from edge_2)"
+}
+
+kill_one() {
+  flow
+  for w in edge_1 edge_2 cloud_1; do start $w --lease 1s; done
+  for w in edge_1 edge_2 cloud_1; do wait_for 20 workers_seen $w 3 || fail "$w does not see 3 workers"; done
+  uuid=$("$ZF" deploy "$T/flow.yaml" --socket "$T/edge_1.sock") || fail "deploy"
+  sleep 1
+  kill -9 "$PID_edge_2"
+  wait "$PID_edge_2" 2>/dev/null || true
+  t0=$(date +%s%N)
+  degraded() { "$ZF" ls --socket "$T/edge_1.sock" | grep "$uuid" | grep -q "DEGRADED: worker 'edge_2' lost"; }
+  wait_for 6 degraded || fail "no DEGRADED naming edge_2 within 6 s"
+  ms=$((($(date +%s%N) - t0) / 1000000))
+  "$ZF" workers --socket "$T/cloud_1.sock" | grep -q "^edge_2 .* lost" || fail "workers does not show edge_2 lost"
+  "$ZF" destroy "$uuid" --socket "$T/cloud_1.sock" > "$T/destroy.txt" || true
+  grep -q "worker edge_2 .*unreachable" "$T/destroy.txt" || fail "destroy does not name edge_2: $(cat "$T/destroy.txt")"
+  for w in edge_1 cloud_1; do
+    grep -q "worker $w .*bytes leaked 0.*DDS entities left 0" "$T/destroy.txt" || fail "destroy on $w: $(cat "$T/destroy.txt")"
+  done
+  echo "kill: ok (edge_2 SIGKILLed: DEGRADED after $ms ms with a 1 s lease; destroy completed on the rest)"
+}
+
+signed() {
+  flow
+  head -c32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/key"
+  head -c32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/other"
+  start edge_2 --cluster-key "$T/key"
+  start cloud_1 --cluster-key "$T/key"
+  start edge_1 --cluster-key "$T/other" # the wrong key
+  for w in edge_1 edge_2 cloud_1; do wait_for 20 workers_seen $w 3 || fail "$w does not see 3 workers"; done
+  if "$ZF" deploy "$T/flow.yaml" --socket "$T/edge_1.sock" > "$T/out.txt" 2>&1; then fail "a wrongly signed deploy went through"; fi
+  grep -q "refused a control request claiming to come from 'edge_1'.*signature does not match" "$T/edge_2.log" \
+    || fail "edge_2 did not log the refusal"
+  kill -9 "$PID_edge_1"
+  wait "$PID_edge_1" 2>/dev/null || true
+  start edge_0 # no key at all
+  wait_for 20 workers_seen edge_0 3 || fail "edge_0 does not see the others"
+  sed -i 's/edge_1: \[camera\]/edge_0: [camera]/' "$T/flow.yaml"
+  if "$ZF" deploy "$T/flow.yaml" --socket "$T/edge_0.sock" > "$T/out.txt" 2>&1; then fail "an unsigned deploy went through"; fi
+  grep -q "refused a control request claiming to come from 'edge_0'.*not signed" "$T/cloud_1.log" \
+    || fail "cloud_1 did not log the unsigned request"
+  kill "$PID_edge_0"
+  wait "$PID_edge_0" 2>/dev/null || true
+  for w in edge_2 cloud_1; do
+    [[ $("$ZF" ls --socket "$T/$w.sock" | grep -c seed-pipeline || true) -eq 0 ]] || fail "$w has an instance"
+  done
+  echo "signed: ok (a wrong key and no key are refused and logged)"
+}
+
+case $WHAT in
+three) three ;;
+kill) kill_one ;;
+signed) signed ;;
+all) three; cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); kill_one
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); signed ;;
+*) echo "unknown test '$WHAT'" >&2; exit 2 ;;
+esac
