@@ -429,6 +429,18 @@ static void abandoned_json(zfd_daemon *d, jw *w, const char *uuid);
 
 /* ---- list, status ---- */
 
+/* "workers": a cluster instance's, else this daemon. */
+static void workers_json(const zfd_daemon *d, const entry *e, jw *w)
+{
+    if (e->workers) {
+        jw_raw(w, "workers", e->workers);
+        return;
+    }
+    jw_arr(w, "workers");
+    jw_str(w, NULL, d->name);
+    jw_end_arr(w);
+}
+
 static char *list(zfd_daemon *d)
 {
     jw w;
@@ -443,13 +455,7 @@ static char *list(zfd_daemon *d)
         jw_str(&w, "uuid", e->uuid);
         jw_str(&w, "name", e->name);
         jw_str(&w, "status", status_text(e->inst, e->lost, status, sizeof status));
-        if (e->workers) {
-            jw_raw(&w, "workers", e->workers);
-        } else {
-            jw_arr(&w, "workers");
-            jw_str(&w, NULL, d->name);
-            jw_end_arr(&w);
-        }
+        workers_json(d, e, &w);
         jw_str(&w, "created", created);
         jw_end_obj(&w);
     }
@@ -502,13 +508,7 @@ static char *status(zfd_daemon *d, entry *e)
     jw_str(&w, "created", created);
     jw_num(&w, "uptime_s", up);
     jw_num(&w, "state_for_s", (double)(now - s->state_since_ns) / 1e9);
-    if (e->workers) {
-        jw_raw(&w, "workers", e->workers);
-    } else {
-        jw_arr(&w, "workers");
-        jw_str(&w, NULL, d->name);
-        jw_end_arr(&w);
-    }
+    workers_json(d, e, &w);
     jw_obj(&w, "pool");
     jw_uint(&w, "bytes_in_use", s->pool.bytes_in_use);
     jw_uint(&w, "bytes_high_water", s->pool.bytes_high_water);
