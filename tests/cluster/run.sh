@@ -2,7 +2,7 @@
 # Multi-daemon tests of the cluster (docs/cluster.md): zfd workers on one
 # machine over loopback, each test on a DDS domain of its own (from this
 # process's id), so parallel runs do not meet.
-#   tests/cluster/run.sh BUILD_DIR [three|kill|signed|all]
+#   tests/cluster/run.sh BUILD_DIR [three|kill|signed|slow|all]
 # Every daemon is started here and killed by its pid at the end.
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd)
@@ -128,11 +128,61 @@ signed() {
   echo "signed: ok (a wrong key and no key are refused and logged)"
 }
 
+# A slow remote consumer: gen (w1) -> count sleeping 5 ms a capsule (w2),
+# a block link of capacity 8: the producer's rate falls to the consumer's,
+# memory stays within a few capacities of 64 KiB on both sides, nothing is
+# lost.
+slow() {
+  NODES=$B/tests/nodes
+  cat > "$T/slow.yaml" <<EOS
+name: slow
+sources:
+  - {id: gen, library: $NODES/libt_gen.so, configuration: {count: 400, size: 65536}, outputs: [out]}
+sinks:
+  - {id: count, library: $NODES/libt_count.so, configuration: {delay_us: 5000, summary: "$T/count.json"}, inputs: [in]}
+links:
+  - {from: {node: gen, output: out}, to: {node: count, input: in}, queue: {capacity: 8, policy: block}}
+mapping:
+  w1: [gen]
+  w2: [count]
+EOS
+  LIB=$NODES
+  for w in w1 w2; do start $w; done
+  for w in w1 w2; do wait_for 20 workers_seen $w 2 || fail "$w does not see 2 workers"; done
+  uuid=$("$ZF" deploy "$T/slow.yaml" --socket "$T/w1.sock") || fail "deploy"
+  sleep 1
+  "$ZF" status "$uuid" --socket "$T/w1.sock" -o json > "$T/s1.json" || fail "status"
+  python3 - "$T/s1.json" <<'EOP' || fail "backpressure: $(cat "$T/s1.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+sent = sum(n["sent"] for n in r["nodes"] if n["id"] == "gen")
+taken = sum(l["dequeued"] for l in r["links"] if l["to"] == "count.in")
+pools = r["pool"]["bytes_in_use"]
+print(f"slow: after 1 s gen sent {sent}, count took {taken}, pools hold {pools} bytes")
+assert taken > 50, "the consumer got too little"
+assert sent - taken <= 40, f"the producer ran {sent - taken} capsules ahead (capacity 8)"
+assert pools <= 6 << 20, "memory beyond a few capacities of 64 KiB"
+EOP
+  done_all() { "$ZF" status "$uuid" --socket "$T/w2.sock" -o json | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+sys.exit(0 if sum(l["dequeued"] for l in r["links"] if l["to"] == "count.in") >= 400 else 1)'; }
+  wait_for 30 done_all || fail "the consumer did not get 400 capsules"
+  "$ZF" destroy "$uuid" --socket "$T/w2.sock" > "$T/destroy.txt" || fail "destroy: $(cat "$T/destroy.txt")"
+  grep -q '"count":400,' "$T/count.json" || fail "lost capsules: $(cat "$T/count.json")"
+  grep -q '"out_of_order":0' "$T/count.json" || fail "out of order: $(cat "$T/count.json")"
+  grep -q "worker w1 .*bytes leaked 0" "$T/destroy.txt" && grep -q "worker w2 .*bytes leaked 0" "$T/destroy.txt" \
+    || fail "destroy: $(cat "$T/destroy.txt")"
+  echo "slow: ok (400 of 400 delivered in order under block, producer held to the consumer's rate)"
+}
+
 case $WHAT in
 three) three ;;
 kill) kill_one ;;
 signed) signed ;;
+slow) slow ;;
 all) three; cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); kill_one
-     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); signed ;;
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); signed
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slow ;;
 *) echo "unknown test '$WHAT'" >&2; exit 2 ;;
 esac

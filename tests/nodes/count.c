@@ -1,15 +1,18 @@
 /* count: a test sink. Counts capsules and bytes, checks that each payload
  * sits at the address its source recorded in it (zero copy), and writes
  * {"count":N,"bytes":N,"same_address":N,"moved":N,"last_seq":N} to
- * `summary` at fini. */
+ * `summary` at fini. `delay_us`: sleep that long per capsule (a slow
+ * consumer). */
 #include <zflow/zflow.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct count {
     uint64_t count, bytes, same, moved, last_seq, out_of_order;
+    int64_t delay_us;
     char *summary;
 } count;
 
@@ -21,6 +24,7 @@ static zf_err count_init(zf_node *n, void **state)
     const char *p = NULL;
     zf_config_string(zf_node_config(n), "summary", NULL, &p);
     c->summary = p && *p ? strdup(p) : NULL;
+    zf_config_int(zf_node_config(n), "delay_us", 0, &c->delay_us);
     *state = c;
     return ZF_OK;
 }
@@ -32,6 +36,10 @@ static zf_err count_on_input(void *state, zf_node *n, unsigned port, zf_data **d
     (void)port;
     c->count++;
     c->bytes += zf_data_len(*d);
+    if (c->delay_us > 0) {
+        struct timespec ts = {c->delay_us / 1000000, (c->delay_us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+    }
     if (zf_data_len(*d) >= 16) {
         const uint64_t *p = zf_data_ptr(*d);
         if (p[0] == (uint64_t)(uintptr_t)p)
