@@ -608,6 +608,11 @@ static char *cluster_workers(zfd_daemon *d, const zf_request *req)
             char *ab = zf_config_to_json(zf_config_get(self, "abandoned_threads"));
             jw_raw(&w, "abandoned_threads", ab ? ab : "[]");
             free(ab);
+            zf_cluster_stats cs;
+            zf_cluster_stats_get(d->cluster, &cs);
+            jw_uint(&w, "control_sent", cs.sent);
+            jw_uint(&w, "control_received", cs.received);
+            jw_uint(&w, "control_refused", cs.refused);
         } else {
             jw_str(&w, "address", "dds");
             jw_raw(&w, "abandoned_threads", "[]");

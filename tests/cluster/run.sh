@@ -2,7 +2,7 @@
 # Multi-daemon tests of the cluster (docs/cluster.md): zfd workers on one
 # machine over loopback, each test on a DDS domain of its own (from this
 # process's id), so parallel runs do not meet.
-#   tests/cluster/run.sh BUILD_DIR [three|kill|signed|slow|all]
+#   tests/cluster/run.sh BUILD_DIR [three|kill|signed|slow|twenty|all]
 # Every daemon is started here and killed by its pid at the end.
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd)
@@ -176,13 +176,75 @@ sys.exit(0 if sum(l["dequeued"] for l in r["links"] if l["to"] == "count.in") >=
   echo "slow: ok (400 of 400 delivered in order under block, producer held to the consumer's rate)"
 }
 
+# Twenty workers on one machine: a chain gen -> relay x18 -> count, one node
+# per worker; deploy, ls and destroy from different workers. Prints the
+# times, the control messages, the loopback traffic while idle and the
+# memory per worker (docs/cluster.md).
+# The control messages every worker has sent so far (`workers -o json` is
+# answered locally: it sends none).
+control_total() {
+  local sum=0 i
+  for i in $(seq 1 "$1"); do
+    sum=$((sum + $("$ZF" workers --socket "$T/w$i.sock" -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["workers"][0]["control_sent"])')))
+  done
+  echo $sum
+}
+
+twenty() {
+  NODES=$B/tests/nodes
+  LIB=$NODES
+  local n=20
+  {
+    echo "name: twenty"
+    echo "sources: [{id: n1, library: $NODES/libt_gen.so, period: 10ms, configuration: {size: 1024}, outputs: [out]}]"
+    echo "operators:"
+    for i in $(seq 2 $((n - 1))); do echo "  - {id: n$i, library: $NODES/libt_relay.so, inputs: [in], outputs: [out]}"; done
+    echo "sinks: [{id: n$n, library: $NODES/libt_count.so, configuration: {summary: \"$T/count.json\"}, inputs: [in]}]"
+    echo "links:"
+    for i in $(seq 1 $((n - 1))); do echo "  - {from: {node: n$i, output: out}, to: {node: n$((i + 1)), input: in}}"; done
+    echo "mapping:"
+    for i in $(seq 1 $n); do echo "  w$i: [n$i]"; done
+  } > "$T/twenty.yaml"
+  lo0=$(cat /sys/class/net/lo/statistics/tx_bytes); sleep 5
+  base=$((($(cat /sys/class/net/lo/statistics/tx_bytes) - lo0) / 5)) # the machine's own loopback traffic
+  t0=$(date +%s%N)
+  for i in $(seq 1 $n); do start w$i --workers 1; done
+  wait_for 60 workers_seen w1 $n || fail "w1 does not see $n workers"
+  wait_for 60 workers_seen w$n $n || fail "w$n does not see $n workers"
+  joined_ms=$((($(date +%s%N) - t0) / 1000000))
+  lo1=$(cat /sys/class/net/lo/statistics/tx_bytes); sleep 10; lo2=$(cat /sys/class/net/lo/statistics/tx_bytes)
+  ctl0=$(control_total $n)
+  t0=$(date +%s%N)
+  uuid=$("$ZF" deploy "$T/twenty.yaml" --socket "$T/w1.sock") || fail "deploy over $n workers"
+  deploy_ms=$((($(date +%s%N) - t0) / 1000000))
+  ctl1=$(control_total $n)
+  sleep 2
+  t0=$(date +%s%N)
+  "$ZF" ls --socket "$T/w7.sock" | grep "$uuid" | grep -q "RUNNING .*w1,w2,.*w20" || fail "ls from w7"
+  ls_ms=$((($(date +%s%N) - t0) / 1000000))
+  rss=0
+  for p in "${PIDS[@]}"; do rss=$((rss + $(awk '/VmRSS/ {print $2}' /proc/$p/status))); done
+  t0=$(date +%s%N)
+  "$ZF" destroy "$uuid" --socket "$T/w13.sock" > "$T/destroy.txt" || fail "destroy: $(cat "$T/destroy.txt")"
+  destroy_ms=$((($(date +%s%N) - t0) / 1000000))
+  [[ $(grep -c "bytes leaked 0, .*DDS entities left 0" "$T/destroy.txt") -eq $n ]] || fail "destroy: $(cat "$T/destroy.txt")"
+  ctl2=$(control_total $n)
+  count=$(sed 's/.*"count":\([0-9]*\).*/\1/' "$T/count.json")
+  [[ $count -gt 50 ]] || fail "only $count capsules crossed 19 workers"
+  echo "twenty: ok ($n workers seen by all in $joined_ms ms; deploy ${deploy_ms} ms, ls ${ls_ms} ms, destroy ${destroy_ms} ms;" \
+       "control messages (all workers): deploy $((ctl1 - ctl0)), ls + destroy $((ctl2 - ctl1));" \
+       "loopback traffic idle $(((lo2 - lo1) / 10 - base)) B/s beyond the machine's $base B/s; RSS $((rss / n)) KiB per worker; $count capsules over 19 hops)"
+}
+
 case $WHAT in
 three) three ;;
 kill) kill_one ;;
 signed) signed ;;
 slow) slow ;;
+twenty) twenty ;;
 all) three; cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); kill_one
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); signed
-     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slow ;;
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slow
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); twenty ;;
 *) echo "unknown test '$WHAT'" >&2; exit 2 ;;
 esac
