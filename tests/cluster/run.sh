@@ -19,6 +19,15 @@ cleanup() {
   rm -rf "$T"
 }
 trap cleanup EXIT
+# Stop every daemon in order (SIGTERM) and fail if a sanitizer spoke.
+stop_all() {
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
+  PIDS=()
+  if grep -l "Sanitizer\|runtime error:" "$T"/*.log >/dev/null 2>&1; then
+    fail "a sanitizer reported: $(grep -h -A12 "Sanitizer\|runtime error:" "$T"/*.log | head -60)"
+  fi
+}
 fail() { echo "FAIL: $*" >&2; for f in "$T"/*.log; do echo "== $f"; tail -20 "$f"; done >&2; exit 1; }
 DOMAIN=$((100 + $$ % 120))
 
@@ -77,6 +86,7 @@ three() {
   for w in edge_1 edge_2 cloud_1; do
     [[ $("$ZF" ls --socket "$T/$w.sock" | wc -l) -eq 1 ]] || fail "$w still lists an instance"
   done
+  stop_all
   echo "three: ok ($frames frames intact across three workers, destroyed from edge_2)"
 }
 
@@ -98,6 +108,7 @@ kill_one() {
   for w in edge_1 cloud_1; do
     grep -q "worker $w .*bytes leaked 0.*DDS entities left 0" "$T/destroy.txt" || fail "destroy on $w: $(cat "$T/destroy.txt")"
   done
+  stop_all
   echo "kill: ok (edge_2 SIGKILLed: DEGRADED after $ms ms with a 1 s lease; destroy completed on the rest)"
 }
 
@@ -125,6 +136,7 @@ signed() {
   for w in edge_2 cloud_1; do
     [[ $("$ZF" ls --socket "$T/$w.sock" | grep -c seed-pipeline || true) -eq 0 ]] || fail "$w has an instance"
   done
+  stop_all
   echo "signed: ok (a wrong key and no key are refused and logged)"
 }
 
@@ -173,6 +185,7 @@ sys.exit(0 if sum(l["dequeued"] for l in r["links"] if l["to"] == "count.in") >=
   grep -q '"out_of_order":0' "$T/count.json" || fail "out of order: $(cat "$T/count.json")"
   grep -q "worker w1 .*bytes leaked 0" "$T/destroy.txt" && grep -q "worker w2 .*bytes leaked 0" "$T/destroy.txt" \
     || fail "destroy: $(cat "$T/destroy.txt")"
+  stop_all
   echo "slow: ok (400 of 400 delivered in order under block, producer held to the consumer's rate)"
 }
 
@@ -231,6 +244,7 @@ twenty() {
   ctl2=$(control_total $n)
   count=$(sed 's/.*"count":\([0-9]*\).*/\1/' "$T/count.json")
   [[ $count -gt 50 ]] || fail "only $count capsules crossed 19 workers"
+  stop_all
   echo "twenty: ok ($n workers seen by all in $joined_ms ms; deploy ${deploy_ms} ms, ls ${ls_ms} ms, destroy ${destroy_ms} ms;" \
        "control messages (all workers): deploy $((ctl1 - ctl0)), ls + destroy $((ctl2 - ctl1));" \
        "loopback traffic idle $(((lo2 - lo1) / 10 - base)) B/s beyond the machine's $base B/s; RSS $((rss / n)) KiB per worker; $count capsules over 19 hops)"
