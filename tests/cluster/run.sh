@@ -17,7 +17,7 @@ NETNS_CLEAN=
 cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$T"
+  if [[ -n ${ZF_KEEP:-} ]]; then echo "kept $T" >&2; else rm -rf "$T"; fi
   [[ -z $NETNS_CLEAN ]] || eval "$NETNS_CLEAN" 2>/dev/null || true
 }
 trap cleanup EXIT
@@ -32,6 +32,8 @@ stop_all() {
 }
 fail() { echo "FAIL: $*" >&2; for f in "$T"/*.log; do echo "== $f"; tail -20 "$f"; done >&2; exit 1; }
 DOMAIN=$((100 + $$ % 120))
+# Cyclone DDS is not built with TSan: see tsan.supp.
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$SRC/tests/cluster/tsan.supp"
 
 # A flow of the seed pipeline (1 MiB frames) mapped across three workers.
 flow() {
@@ -39,6 +41,7 @@ flow() {
       -e 's/FRAME_BYTES: 10MiB/FRAME_BYTES: 1MiB/' \
       -e "s#RECORDER_SUMMARY: \"\"#RECORDER_SUMMARY: \"$T/rec.json\"#" \
       -e "s#MOTOR_SUMMARY: \"\"#MOTOR_SUMMARY: \"$T/motor.json\"#" \
+      -e 's/^drain_timeout: .*/drain_timeout: 10s/' \
       "$SRC/examples/seed-pipeline/flow.yaml" > "$T/flow.yaml"
   printf '\nmapping:\n  edge_1: [camera]\n  edge_2: [detect]\n  cloud_1: [motor, recorder]\n' >> "$T/flow.yaml"
 }
@@ -104,7 +107,8 @@ kill_one() {
   degraded() { "$ZF" ls --socket "$T/edge_1.sock" | grep "$uuid" | grep -q "DEGRADED: worker 'edge_2' lost"; }
   wait_for 6 degraded || fail "no DEGRADED naming edge_2 within 6 s"
   ms=$((($(date +%s%N) - t0) / 1000000))
-  "$ZF" workers --socket "$T/cloud_1.sock" | grep -q "^edge_2 .* lost" || fail "workers does not show edge_2 lost"
+  lost_seen() { "$ZF" workers --socket "$T/cloud_1.sock" | grep -q "^edge_2 .* lost"; }
+  wait_for 6 lost_seen || fail "workers does not show edge_2 lost"
   "$ZF" destroy "$uuid" --socket "$T/cloud_1.sock" > "$T/destroy.txt" || true
   grep -q "worker edge_2 .*unreachable" "$T/destroy.txt" || fail "destroy does not name edge_2: $(cat "$T/destroy.txt")"
   for w in edge_1 cloud_1; do
