@@ -77,9 +77,11 @@ flow t1m 1048576 "" 16;  r1=$(rate t1m); read -r d1 x1 < "$T/t1m.ms"
 flow t10m 10485760 "" 16; r10=$(rate t10m)
 flow f60 10485760 16.667ms 16; r60=$(rate f60)
 flow l64 64 10ms 16; rate l64 > /dev/null
+flow l64f 64 100us 16; rate l64f > /dev/null
+p50f=$(sed 's/.*"lat_p50_ns":\([0-9]*\).*/\1/' "$T/l64f.json")
 p50=$(sed 's/.*"lat_p50_ns":\([0-9]*\).*/\1/' "$T/l64.json")
 pr1=$(peer_rate 1); pr10=$(peer_rate 10); pp50=$(peer_p50 64)
 echo "zflow cross-worker link: 1 MiB $r1 msg/s (zfpeer-dds $pr1: $(python3 -c "print(f'{$r1 / $pr1 * 100:.0f}')") %);" \
      "10 MiB $r10 msg/s (zfpeer-dds $pr10); 10 MiB at 60 fps: $r60 frames/s;" \
-     "64 B p50 $p50 ns (zfpeer-dds $pp50 ns: $(python3 -c "print(f'{$p50 / $pp50:.2f}')")x);" \
+     "64 B p50 $p50 ns every 10 ms, $p50f ns every 100 us (zfpeer-dds one in flight $pp50 ns: $(python3 -c "print(f'{$p50 / $pp50:.2f}x, {$p50f / $pp50:.2f}x')"));" \
      "deploy -> RUNNING $d1 ms, destroy $x1 ms"

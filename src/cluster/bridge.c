@@ -19,6 +19,7 @@
  * the bridge-out sheds (drops, counted). A lost producer's worker ends the
  * bridge-in's stream, so the consumer's drain completes. */
 #include "cluster/impl.h"
+#include "core/futex.h"
 #include "runtime/runtime.h"
 
 #include <dds/ddsi/ddsi_serdata.h>
@@ -30,6 +31,7 @@
 #define MAX_READERS  64
 #define EOS_ACK_NS   DDS_SECS(2)
 #define MAX_BLOCKING DDS_SECS(10)
+#define SPIN_NS      50000u /* as a link's consumer spins before it parks */
 
 struct zfi_bridge {
     zf_cluster *c;
@@ -235,10 +237,20 @@ static void *in_main(void *arg)
 {
     zfi_bridge *b = arg;
     bool eos = false;
+    uint64_t idle_since = 0;
     while (!atomic_load(&b->stop) && !eos) {
         struct ddsi_serdata *sds[16];
         dds_sample_info_t si[16];
         int n = dds_takecdr(b->ep, sds, 16, si, DDS_ANY_STATE);
+        if (n <= 0 && (!idle_since || zf_clock_ns() - idle_since < SPIN_NS)) {
+            /* spin briefly before parking, as a link's consumer does: a
+             * busy stream takes its next sample without a wake-up */
+            if (!idle_since)
+                idle_since = zf_clock_ns();
+            zfi_cpu_relax();
+            continue;
+        }
+        idle_since = 0;
         if (n <= 0) {
             pthread_mutex_lock(&b->c->mu);
             bool lost = b->peer_lost;
