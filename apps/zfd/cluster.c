@@ -140,9 +140,7 @@ static char *on_request(void *arg, const char *from, const char *body)
 
 static void on_lost(void *arg, const char *worker, bool left)
 {
-    zfd_daemon *d = arg;
-    if (!left)
-        zfd_mark_lost(d, worker);
+    zfd_mark_lost(arg, worker, left);
 }
 
 bool zfd_cluster_start(zfd_daemon *d)

@@ -119,7 +119,7 @@ static const char *status_text(zf_instance *inst, const char *lost, char *buf, s
     const char *state = zf_instance_state_name(zf_instance_state_get(inst));
     snprintf(buf, len, "%s", state);
     if (lost && *lost)
-        snprintf(buf + strlen(buf), len - strlen(buf), " (DEGRADED: worker '%s' lost)", lost);
+        snprintf(buf + strlen(buf), len - strlen(buf), " (DEGRADED: worker '%s)", lost);
     if (zf_instance_stats_get(inst, &s) != ZF_OK)
         return buf;
     size_t n = 0;
@@ -723,14 +723,14 @@ static char *workers(zfd_daemon *d)
     return ok(&w);
 }
 
-void zfd_mark_lost(zfd_daemon *d, const char *worker)
+void zfd_mark_lost(zfd_daemon *d, const char *worker, bool left)
 {
     char quoted[160];
     snprintf(quoted, sizeof quoted, "\"%s\"", worker);
     pthread_mutex_lock(&d->mu);
     for (entry *e = d->list; e; e = e->next)
         if (e->workers && strstr(e->workers, quoted) && !e->lost[0])
-            snprintf(e->lost, sizeof e->lost, "%s", worker);
+            snprintf(e->lost, sizeof e->lost, "%s' %s", worker, left ? "left" : "lost");
     pthread_mutex_unlock(&d->mu);
 }
 

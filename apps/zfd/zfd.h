@@ -48,8 +48,9 @@ char *zfd_deploy_part(zfd_daemon *d, const zf_request *req, const zfd_part *part
 /* Whether id names a local part of a cluster instance: its UUID and its
  * workers (JSON array, free()). */
 bool zfd_is_cluster_instance(zfd_daemon *d, const char *id, char uuid[37], char **workers);
-/* A worker was lost: the parts of instances on it show DEGRADED naming it. */
-void zfd_mark_lost(zfd_daemon *d, const char *worker);
+/* A worker was lost (or left while instances ran on it): the parts of
+ * instances on it show DEGRADED naming it. */
+void zfd_mark_lost(zfd_daemon *d, const char *worker, bool left);
 
 /* ---- the cluster (cluster.c) ---- */
 
