@@ -67,7 +67,7 @@ set(CPACK_PACKAGING_INSTALL_PREFIX ${ZF_DEB_PREFIX})
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON) # libyaml, libpython3.x, libc from the binaries
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, passwd")
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, passwd, libddsc0debian, libsodium23")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-numpy, graphviz")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
     ${PROJECT_SOURCE_DIR}/contrib/debian/postinst ${PROJECT_SOURCE_DIR}/contrib/debian/postrm)

@@ -289,13 +289,20 @@ static bool print_workers(const zf_config *r, const char *name)
         fprintf(stderr, " answered)\n");
         return false;
     }
-    printf("%-16s %8s %10s %10s  %s\n", "NAME", "PID", "INSTANCES", "UPTIME", "ADDRESS");
+    bool cluster = zf_config_get(zf_config_at(list, 0), "status") != NULL;
+    if (cluster) /* zfd --domain: every worker of the cluster (cmd_cluster.c) */
+        print_cluster_workers_header();
+    else
+        printf("%-16s %8s %10s %10s  %s\n", "NAME", "PID", "INSTANCES", "UPTIME", "ADDRESS");
     for (size_t i = 0; i < zf_config_len(list); i++) {
         const zf_config *w = zf_config_at(list, i);
         if (name && strcmp(str(w, "name"), name))
             continue;
-        printf("%-16s %8lld %10lld %9.0fs  %s\n", str(w, "name"), num(w, "pid"),
-               num(w, "instances"), real(w, "uptime_s"), str(w, "address"));
+        if (cluster)
+            print_cluster_worker(w);
+        else
+            printf("%-16s %8lld %10lld %9.0fs  %s\n", str(w, "name"), num(w, "pid"),
+                   num(w, "instances"), real(w, "uptime_s"), str(w, "address"));
         print_abandoned(zf_config_get(w, "abandoned_threads"));
     }
     return true;
@@ -358,6 +365,7 @@ int cmd_daemon(int argc, char **argv)
     } else if (req.op == ZF_OP_DESTROY) {
         printf("destroyed %s (%s)\n", str(r, "uuid"), str(r, "name"));
         print_report_json(zf_config_get(r, "report"));
+        print_cluster_destroy(r);
     } else if (req.op == ZF_OP_WORKERS) {
         if (!print_workers(r, a.id))
             rc = EXIT_FAIL;

@@ -58,4 +58,9 @@ int cmd_graph(int argc, char **argv);
 /* deploy, ls, status, start, suspend, resume, destroy, workers */
 int cmd_daemon(int argc, char **argv);
 
+/* A cluster's workers table and destroy report (cmd_cluster.c). */
+void print_cluster_workers_header(void);
+void print_cluster_worker(const zf_config *w);
+void print_cluster_destroy(const zf_config *r);
+
 #endif

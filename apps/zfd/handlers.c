@@ -24,6 +24,8 @@ struct entry {
     uint64_t created_ns; /* monotonic */
     int refs;            /* under d->mu */
     bool removed;        /* out of the table (being destroyed) */
+    char *workers;       /* a cluster instance's part: its workers (JSON array), else NULL */
+    char lost[160];      /* a worker of it that was lost (under d->mu), or "" */
     entry *next;
 };
 
@@ -48,6 +50,7 @@ static void entry_unref(zfd_daemon *d, entry *e)
     zf_instance_destroy(e->inst);
     zf_flow_free(e->flow);
     free(e->name);
+    free(e->workers);
     free(e);
 }
 
@@ -109,11 +112,13 @@ static char *name_refused(const char *name, const char *uuid)
                              name, uuid, uuid);
 }
 
-static const char *status_text(zf_instance *inst, char *buf, size_t len)
+static const char *status_text(zf_instance *inst, const char *lost, char *buf, size_t len)
 {
     zf_instance_stats *s = NULL;
     const char *state = zf_instance_state_name(zf_instance_state_get(inst));
     snprintf(buf, len, "%s", state);
+    if (lost && *lost)
+        snprintf(buf + strlen(buf), len - strlen(buf), " (DEGRADED: worker '%s)", lost);
     if (zf_instance_stats_get(inst, &s) != ZF_OK)
         return buf;
     size_t n = 0;
@@ -274,7 +279,7 @@ static char *diag_error(zf_err code, const char *what, const zf_diag *dg)
     return r;
 }
 
-static char *deploy(zfd_daemon *d, const zf_request *req)
+static char *deploy(zfd_daemon *d, const zf_request *req, const zfd_part *part)
 {
     pthread_mutex_lock(&d->mu);
     size_t count = d->count;
@@ -312,7 +317,21 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
         resp = diag_error(e, "the descriptor is invalid", dg);
         goto out;
     }
-    if ((resp = check_sources(d, f, desc_dir, desc_why)) || (resp = check_mapping(d, f)))
+    if (part) {
+        /* a cluster deploy's part: this worker's nodes and the bridges */
+        zf_flow *mine = NULL;
+        e = zf_flow_part(f, d->name, part->orchestrator, part->uuid, &mine);
+        if (e != ZF_OK) {
+            resp = zf_response_error(e, "worker '%s': %s", d->name, zf_last_error());
+            goto out;
+        }
+        zf_flow_free(f);
+        f = mine;
+    } else if (d->cluster && zfd_cluster_spans(d, f)) {
+        resp = zfd_cluster_deploy(d, req, f);
+        goto out;
+    }
+    if ((resp = check_sources(d, f, desc_dir, desc_why)) || (!part && (resp = check_mapping(d, f))))
         goto out;
     const char *name = req->name && *req->name ? req->name : zf_flow_name(f);
     char other[37];
@@ -352,6 +371,11 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
     }
     en->created = time(NULL);
     en->created_ns = zf_clock_ns();
+    if (part && !(en->workers = strdup(part->workers))) {
+        entry_unref(d, en);
+        resp = zf_response_error(ZF_ENOMEM, "out of memory");
+        goto out;
+    }
     if (atomic_load(&d->stopping)) {
         /* SIGTERM came while this deploy ran: the daemon destroys what it
          * hosts; say so rather than hand out an instance about to go. */
@@ -379,7 +403,9 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
         tail = &(*tail)->next;
     *tail = en;
     d->count++;
+    size_t hosted = d->count;
     pthread_mutex_unlock(&d->mu);
+    zf_cluster_announce(d->cluster, (unsigned)hosted);
     char line[256];
     snprintf(line, sizeof line, "deployed %s (%s)%s", en->uuid, en->name,
              req->start ? " and started it" : "");
@@ -403,6 +429,18 @@ static void abandoned_json(zfd_daemon *d, zf_json_writer *w, const char *uuid);
 
 /* ---- list, status ---- */
 
+/* "workers": a cluster instance's, else this daemon. */
+static void workers_json(const zfd_daemon *d, const entry *e, zf_json_writer *w)
+{
+    if (e->workers) {
+        zf_json_put_raw(w, "workers", e->workers);
+        return;
+    }
+    zf_json_open_array(w, "workers");
+    zf_json_put_string(w, NULL, d->name);
+    zf_json_close(w);
+}
+
 static char *list(zfd_daemon *d)
 {
     zf_json_writer *w = zf_json_writer_new();
@@ -415,10 +453,8 @@ static char *list(zfd_daemon *d)
         zf_json_open_object(w, NULL);
         zf_json_put_string(w, "uuid", e->uuid);
         zf_json_put_string(w, "name", e->name);
-        zf_json_put_string(w, "status", status_text(e->inst, status, sizeof status));
-        zf_json_open_array(w, "workers");
-        zf_json_put_string(w, NULL, d->name);
-        zf_json_close(w);
+        zf_json_put_string(w, "status", status_text(e->inst, e->lost, status, sizeof status));
+        workers_json(d, e, w);
         zf_json_put_string(w, "created", created);
         zf_json_close(w);
     }
@@ -467,13 +503,11 @@ static char *status(zfd_daemon *d, entry *e)
     zf_json_put_string(w, "uuid", e->uuid);
     zf_json_put_string(w, "name", e->name);
     zf_json_put_string(w, "state", zf_instance_state_name(s->state));
-    zf_json_put_string(w, "status", status_text(e->inst, status_buf, sizeof status_buf));
+    zf_json_put_string(w, "status", status_text(e->inst, e->lost, status_buf, sizeof status_buf));
     zf_json_put_string(w, "created", created);
     zf_json_put_double(w, "uptime_s", up);
     zf_json_put_double(w, "state_for_s", (double)(now - s->state_since_ns) / 1e9);
-    zf_json_open_array(w, "workers");
-    zf_json_put_string(w, NULL, d->name);
-    zf_json_close(w);
+    workers_json(d, e, w);
     zf_json_open_object(w, "pool");
     zf_json_put_uint(w, "bytes_in_use", s->pool.bytes_in_use);
     zf_json_put_uint(w, "bytes_high_water", s->pool.bytes_high_water);
@@ -593,12 +627,29 @@ static char *destroy(zfd_daemon *d, entry *e)
     /* ZF_OK for an instance: what the stop met is in r, logged and answered */
     ZF_IGNORE(zf_instance_stop(e->inst, &r));
     log_report(e->uuid, e->name, &r);
+    pthread_mutex_lock(&d->mu);
+    size_t hosted = d->count;
+    pthread_mutex_unlock(&d->mu);
+    zf_cluster_announce(d->cluster, (unsigned)hosted);
     zf_json_writer *w = zf_json_writer_new();
     zf_json_open_object(w, NULL);
     zf_json_put_string(w, "uuid", e->uuid);
     zf_json_put_string(w, "name", e->name);
     zf_json_put_string(w, "state", "DESTROYED");
+    zf_json_put_string(w, "worker", d->name);
     report_json(w, "report", &r);
+    if (e->workers) {
+        size_t bridges = 0;
+        for (size_t i = 0; i < zf_flow_node_count(e->flow); i++)
+            bridges += zf_flow_node_source(e->flow, i) == NULL &&
+                       strstr(zf_flow_node_id(e->flow, i), ">>") != NULL;
+        size_t readers = 0;
+        for (size_t i = 0; i < zf_flow_node_count(e->flow); i++)
+            readers += zf_flow_node_kind(e->flow, i) == ZF_SOURCE &&
+                       zf_flow_node_source(e->flow, i) == NULL;
+        zf_json_put_uint(w, "remote_links_closed", bridges + readers);
+        zf_json_put_uint(w, "dds_entities_left", zf_cluster_entities(d->cluster, e->uuid));
+    }
     zf_json_close(w);
     return ok(w);
 }
@@ -688,7 +739,46 @@ static char *hello(zfd_daemon *d)
     return ok(w);
 }
 
+void zfd_mark_lost(zfd_daemon *d, const char *worker, bool left)
+{
+    char quoted[160];
+    snprintf(quoted, sizeof quoted, "\"%s\"", worker);
+    pthread_mutex_lock(&d->mu);
+    for (entry *e = d->list; e; e = e->next)
+        if (e->workers && strstr(e->workers, quoted) && !e->lost[0])
+            snprintf(e->lost, sizeof e->lost, "%s' %s", worker, left ? "left" : "lost");
+    pthread_mutex_unlock(&d->mu);
+}
+
+bool zfd_is_cluster_instance(zfd_daemon *d, const char *id, char uuid[37], char **workers)
+{
+    char *err = NULL;
+    entry *e = resolve(d, id, &err);
+    free(err);
+    if (!e)
+        return false;
+    bool yes = e->workers != NULL;
+    if (yes) {
+        memcpy(uuid, e->uuid, 37);
+        *workers = strdup(e->workers);
+    }
+    entry_unref(d, e);
+    return yes;
+}
+
+char *zfd_deploy_part(zfd_daemon *d, const zf_request *req, const zfd_part *part)
+{
+    return deploy(d, req, part);
+}
+
 char *zfd_handle(void *arg, const zf_request *req, const zf_peer *peer)
+{
+    zfd_daemon *d = arg;
+    char *r = d->cluster ? zfd_cluster_handle(d, req) : NULL;
+    return r ? r : zfd_handle_local(d, req, peer);
+}
+
+char *zfd_handle_local(void *arg, const zf_request *req, const zf_peer *peer)
 {
     zfd_daemon *d = arg;
     (void)peer;
@@ -696,7 +786,7 @@ char *zfd_handle(void *arg, const zf_request *req, const zf_peer *peer)
     case ZF_OP_HELLO:
         return hello(d);
     case ZF_OP_DEPLOY:
-        return deploy(d, req);
+        return deploy(d, req, NULL);
     case ZF_OP_LIST:
         return list(d);
     case ZF_OP_WORKERS:

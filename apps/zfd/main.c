@@ -126,6 +126,14 @@ static void help(FILE *out)
             "                         allow_descriptor_dir (options given here win)\n"
             "  --workers N            worker threads (default: one per CPU)\n"
             "  --max-instances N      instances hosted at once (default 256)\n"
+            "  --domain N             join the cluster on DDS domain N (default: $ZF_DOMAIN;\n"
+            "                         none: a daemon of its own)\n"
+            "  --dds-config XML|file://PATH  Cyclone DDS configuration (default:\n"
+            "                         $ZF_DDS_CONFIG, else loopback; docs/cluster.md)\n"
+            "  --lease D              liveliness lease (default 1s): a worker killed is seen\n"
+            "                         lost after it\n"
+            "  --cluster-key FILE     sign and check every control message (32 bytes or\n"
+            "                         64 hex digits)\n"
             "  --log LEVEL            error, warn, info (default), debug, trace\n"
             "  --version              print the version\n");
 }
@@ -216,6 +224,8 @@ static void parse_args(int argc, char **argv, opts *o)
             o->allow_descriptor_dir = true;
         } else if (!strcmp(a, "--allow-writable-lib-path")) {
             o->allow_writable = true;
+        } else if (zfd_cluster_arg(argc, argv, &i)) {
+            /* --domain, --dds-config, --lease, --cluster-key (cluster.c) */
         } else {
             die("unknown %s '%s' (see zfd --help)", a[0] == '-' ? "option" : "argument", a);
         }
@@ -252,7 +262,11 @@ static zf_config *read_config(opts *o)
                                         "workers",
                                         "log",
                                         "allow_descriptor_dir",
-                                        "allow_writable_lib_path"};
+                                        "allow_writable_lib_path",
+                                        "domain",
+                                        "dds_config",
+                                        "lease",
+                                        "cluster_key"};
     for (size_t i = 0; i < zf_config_len(c); i++) {
         const char *key = zf_config_key_at(c, i);
         bool ok = false;
@@ -260,7 +274,8 @@ static zf_config *read_config(opts *o)
             ok = key && !strcmp(key, known[j]);
         if (!ok)
             die("--config %s: unknown field '%s' (expected name, socket, lib_paths, workers, "
-                "log, allow_descriptor_dir, allow_writable_lib_path)",
+                "log, allow_descriptor_dir, allow_writable_lib_path, domain, dds_config, lease, "
+                "cluster_key)",
                 o->config, key ? key : "?");
     }
     const char *s = NULL;
@@ -279,6 +294,7 @@ static zf_config *read_config(opts *o)
     if (!o->log_set && zf_config_string(c, "log", NULL, &s) == ZF_OK && s &&
         zf_log_level_parse(s, &zfd_log_level) != ZF_OK)
         die("--config %s: log: %s", o->config, zf_last_error());
+    zfd_cluster_config(c, o->config);
     bool allow = false;
     if (zf_config_bool(c, "allow_descriptor_dir", false, &allow) == ZF_OK && allow)
         o->allow_descriptor_dir = true;
@@ -332,6 +348,11 @@ int main(int argc, char **argv)
     if (zf_runtime_create(&ro, &d.rt) != ZF_OK)
         die("%s", zf_last_error());
     d.started_ns = zf_clock_ns();
+    if (!zfd_cluster_start(&d)) {
+        zf_runtime_destroy(d.rt);
+        atomic_store(&orderly_exit, true);
+        return 1;
+    }
     char sock[512];
     if (o.socket)
         snprintf(sock, sizeof sock, "%s", o.socket);
@@ -370,6 +391,7 @@ int main(int argc, char **argv)
     pthread_mutex_unlock(&d.mu);
     zfd_log(ZF_LOG_INFO, "%s: destroying %zu instance(s), then exiting", signame, count);
     zfd_destroy_all(&d);
+    zfd_cluster_stop(&d);
     if (!clean) {
         /* The stuck request still uses the runtime: do not free it. */
         zfd_log(ZF_LOG_ERROR,

@@ -28,4 +28,6 @@
 #include <zflow/node.h>
 /* Headers of further concepts are added here, one #include each. */
 
+#include "cluster.h" /* workers over Cyclone DDS (docs/cluster.md) */
+
 #endif /* ZFLOW_H */

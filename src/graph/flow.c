@@ -248,6 +248,7 @@ void zf_flow_free(zf_flow *f)
     free(f->file);
     free(f->dir);
     zfi_strings_free(f->strings);
+    zf_flow_free(f->parent);
     free(f);
 }
 

@@ -65,7 +65,14 @@ typedef struct zfi_node {
     int64_t error_window_ns; /* 0 = default */
     zfi_isolation isolation;
     zfi_restart restart;
-    char *worker;     /* from `mapping`, else NULL */
+    char *worker; /* from `mapping`, else NULL */
+    /* A system node the runtime runs without loading code (the cluster's
+     * bridge endpoints, src/cluster/place.c), else NULL. `bridge`: it joins
+     * a link cut by the mapping; the stop does not close a bridge source's
+     * outputs (end of stream arrives from the remote producer), only past
+     * the drain deadline. */
+    const zf_node_decl *builtin;
+    bool bridge;
     const char *file; /* where declared (interned) */
     unsigned line, col;
 } zfi_node;
@@ -94,6 +101,7 @@ struct zf_flow {
     char instance_id[37];     /* `id` / `uuid`: the instance's UUID, or "" (a new one) */
     bool node_file;           /* loaded from a node file (zf_flow_options.node_file) */
     zfi_strings *strings;
+    zf_flow *parent; /* a worker's part of a flow keeps the whole one (strings) */
 };
 
 /* Take one more reference (the instance keeps the flow alive). */

@@ -102,8 +102,10 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
                             "use isolation: thread",
                             nd->id);
     }
-    zf_err err = zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
-                               inst->allow_writable_code, &n->lib, diag);
+    zf_err err = nd->builtin
+                     ? zfi_builtin_node(nd, &n->lib)
+                     : zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
+                                     inst->allow_writable_code, &n->lib, diag);
     if (err != ZF_OK) {
         free(n);
         return err;
@@ -143,7 +145,10 @@ static zf_err wire_links(zf_instance *inst, zf_diag *diag)
             return zfi_diag_add(diag, err, fl->file, fl->line, fl->col, "queue", "%s",
                                 zf_last_error());
         zf_link *l = inst->links[i];
-        zfi_link_set_hooks(l, zfi_node_on_data, to, zfi_node_on_room, from);
+        /* A sink without on_input (a bridge endpoint) takes from its link
+         * on a thread of its own, woken by the link itself. */
+        bool own_thread = to->decl->kind == ZF_SINK && !to->decl->on_input;
+        zfi_link_set_hooks(l, own_thread ? NULL : zfi_node_on_data, to, zfi_node_on_room, from);
         zfi_out *o = &from->out[from->lib.out_map[fl->from_port]];
         zf_link **nl = realloc(o->links, (o->n + 1) * sizeof *nl);
         if (!nl)

@@ -393,3 +393,20 @@ zf_err zf_flow_check_libraries(const zf_flow *f, zf_diag *diag)
     }
     return first;
 }
+
+zf_err zfi_builtin_node(const zfi_node *nd, zfi_loaded *out)
+{
+    memset(out, 0, sizeof *out);
+    out->decl = nd->builtin;
+    out->in_map = zfi_calloc(nd->n_inputs + 1, sizeof *out->in_map);
+    out->out_map = zfi_calloc(nd->n_outputs + 1, sizeof *out->out_map);
+    if (!out->in_map || !out->out_map) {
+        zfi_unload_node(out, false);
+        return zfi_error(ZF_ENOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < nd->n_inputs; i++)
+        out->in_map[i] = i;
+    for (size_t i = 0; i < nd->n_outputs; i++)
+        out->out_map[i] = i;
+    return ZF_OK;
+}

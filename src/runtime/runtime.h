@@ -251,6 +251,13 @@ void zfi_node_success(zf_node *n, uint64_t now);
 void zfi_node_returned_from_hang(zf_node *n);
 void zfi_node_set_state(zf_node *n, zf_node_state s, const char *fmt, ...) ZF_PRINTF(3, 4);
 
+/* Every input saw end of stream: mark n done, close its outputs, count a
+ * sink done; once only (sched.c). A system sink taking from its links on
+ * its own thread calls it when it saw end of stream. */
+void zfi_node_finish(zf_node *n);
+/* A built-in node (nd->builtin): its declaration, ports mapped one to one
+ * (loader.c). ZF_ENOMEM. */
+zf_err zfi_builtin_node(const zfi_node *nd, zfi_loaded *out);
 /* Close a node's outputs (end of stream downstream). */
 void zfi_node_close_outputs(zf_node *n);
 /* Sinks: one more saw end of stream (instance.c). */

@@ -285,7 +285,7 @@ static void unpark(zf_node *n)
 
 /* Every input saw end of stream: the node is done; end of stream flows on.
  * (Stop may mark a hung node done concurrently: once only.) */
-static void finish_node(zf_node *n)
+void zfi_node_finish(zf_node *n)
 {
     if (atomic_exchange(&n->done, true))
         return;
@@ -364,6 +364,8 @@ static enum step_result step_consumer(zf_node *n, bool *more)
 {
     uint64_t now = 0; /* coarse clock, shared by consecutive callbacks */
     uint64_t bytes = 0;
+    if (!n->decl->on_input)
+        return STEP_OK; /* a system sink that takes from its links itself */
     for (int k = 0; k < ZFI_BATCH && bytes < ZFI_BATCH_BYTES; k++) {
         if (atomic_load_explicit(&n->parked, memory_order_relaxed) ||
             atomic_load_explicit(&n->inst->halted, memory_order_relaxed))
@@ -381,7 +383,7 @@ static enum step_result step_consumer(zf_node *n, bool *more)
         }
         if (!d) {
             if (all_eos)
-                finish_node(n);
+                zfi_node_finish(n);
             return STEP_OK;
         }
         n->rr = (unsigned)(port + 1);

@@ -282,8 +282,8 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
      * capsules are delivered) unless it is hung; end of stream flows. */
     for (size_t i = 0; i < inst->n_nodes; i++) {
         zf_node *n = inst->nodes[i];
-        if (n->decl->kind != ZF_SOURCE)
-            continue;
+        if (n->decl->kind != ZF_SOURCE || n->desc->bridge)
+            continue; /* a bridge closes when end of stream arrives from its remote producer */
         while (atomic_load(&n->cb_word) && !hung(n) && zf_clock_ns() < deadline)
             usleep(200);
         n->done = true;
@@ -303,6 +303,11 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
         if (!cut && now >= deadline) {
             pthread_mutex_unlock(&inst->mu);
             cut_out_hung(inst);
+            for (size_t i = 0; i < inst->n_nodes; i++)
+                if (inst->nodes[i]->desc->bridge && inst->nodes[i]->decl->kind == ZF_SOURCE) {
+                    inst->nodes[i]->done = true; /* its remote producer never ended */
+                    zfi_node_close_outputs(inst->nodes[i]);
+                }
             pthread_mutex_lock(&inst->mu);
             cut = true;
             continue;

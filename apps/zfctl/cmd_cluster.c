@@ -1,0 +1,49 @@
+/* zfctl's views of a cluster (zfd --domain): the workers table, and the
+ * per-worker part of a cluster-wide destroy's report. */
+#include "zfctl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *text(const zf_config *c, const char *key)
+{
+    const char *s = NULL;
+    ZF_IGNORE(zf_config_string(c, key, "", &s));
+    return s ? s : "";
+}
+
+static long long number(const zf_config *c, const char *key)
+{
+    int64_t v = 0;
+    ZF_IGNORE(zf_config_int(c, key, 0, &v));
+    return (long long)v;
+}
+
+void print_cluster_workers_header(void)
+{
+    printf("%-16s %-20s %-6s %10s %5s %9s %8s\n", "NAME", "HOST", "STATUS", "INSTANCES", "CPUS",
+           "MEMORY", "PID");
+}
+
+void print_cluster_worker(const zf_config *w)
+{
+    printf("%-16s %-20s %-6s %10lld %5lld %8.1fG %8lld\n", text(w, "name"), text(w, "host"),
+           text(w, "status"), number(w, "instances"), number(w, "cpus"),
+           (double)number(w, "memory") / (1024.0 * 1024 * 1024), number(w, "pid"));
+}
+
+void print_cluster_destroy(const zf_config *r)
+{
+    const zf_config *pw = zf_config_get(r, "per_worker");
+    for (size_t i = 0; i < zf_config_len(pw); i++) {
+        const zf_config *w = zf_config_at(pw, i);
+        printf("  worker %-16s bytes leaked %lld, remote links closed %lld, DDS entities left "
+               "%lld\n",
+               text(w, "worker"), number(w, "bytes_leaked"), number(w, "remote_links_closed"),
+               number(w, "dds_entities_left"));
+    }
+    const zf_config *un = zf_config_get(r, "unreachable");
+    for (size_t i = 0; i < zf_config_len(un); i++)
+        printf("  worker %-16s unreachable: its part could not be destroyed from here\n",
+               zf_config_text(zf_config_at(un, i)));
+}

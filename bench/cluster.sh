@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# A cross-worker link (two zfd workers on loopback, one DDS domain) beside
+# raw Cyclone DDS (zfpeer-dds) in the same run, with the same configuration
+# (docs/cluster.md's default is bench/peers/dds.c's):
+#   bench/cluster.sh BUILD_DIR [SECONDS]
+# - throughput: gen (free-running, 1 MiB / 10 MiB) on w1 -> count on w2,
+#   a block link of capacity 16: capsules per second taken by count over
+#   SECONDS, after one second of warm-up;
+# - 10 MiB at 60 fps: gen with period 16.667ms, frames taken per second;
+# - latency: 64 B every 10 ms, the median of now - the capsule's timestamp
+#   at count (one in flight, as zfpeer-dds measures it);
+# - deploy -> RUNNING, destroy.
+set -euo pipefail
+B=$(cd "${1:?build dir}" && pwd)
+SECS=${2:-4}
+ZFD=$B/apps/zfd/zfd
+ZF=$B/apps/zfctl/zfctl
+NODES=$B/tests/nodes
+PEER=$B/bench/peers/zfpeer-dds
+T=$(mktemp -d /tmp/zf-cluster-bench.XXXXXX)
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null; rm -rf "$T"' EXIT
+DOMAIN=$((100 + $$ % 120))
+for w in w1 w2; do
+  "$ZFD" --name $w --domain $DOMAIN --socket "$T/$w.sock" --lib-path "$NODES" \
+    --allow-writable-lib-path --log warn > "$T/$w.log" 2>&1 &
+  PIDS+=($!)
+done
+for i in $(seq 1 100); do
+  [[ $("$ZF" workers --socket "$T/w1.sock" 2>/dev/null | grep -c " alive ") -ge 2 ]] && break
+  sleep 0.1
+done
+
+# flow NAME SIZE PERIOD(or "") CAPACITY
+flow() {
+  local per=""
+  [[ -n $3 ]] && per="period: $3, "
+  cat > "$T/$1.yaml" <<EOS
+name: $1
+sources: [{id: gen, library: $NODES/libt_gen.so, ${per}configuration: {size: $2}, outputs: [out]}]
+sinks: [{id: count, library: $NODES/libt_count.so, configuration: {summary: "$T/$1.json"}, inputs: [in]}]
+links: [{from: {node: gen, output: out}, to: {node: count, input: in}, queue: {capacity: $4, policy: block}}]
+mapping: {w1: [gen], w2: [count]}
+EOS
+}
+
+taken() {
+  "$ZF" status "$1" --socket "$T/w2.sock" -o json |
+    python3 -c 'import json,sys; r=json.load(sys.stdin); print(sum(l["dequeued"] for l in r["links"] if l["to"]=="count.in"))'
+}
+
+# rate NAME: capsules per second taken over SECS
+rate() {
+  local t0 uuid a b ms
+  t0=$(date +%s%N)
+  uuid=$("$ZF" deploy "$T/$1.yaml" --socket "$T/w1.sock")
+  DEPLOY_MS=$((($(date +%s%N) - t0) / 1000000))
+  sleep 1
+  a=$(taken "$uuid"); t0=$(date +%s%N)
+  sleep "$SECS"
+  b=$(taken "$uuid"); ms=$((($(date +%s%N) - t0) / 1000000))
+  t0=$(date +%s%N)
+  "$ZF" destroy "$uuid" --socket "$T/w2.sock" > "$T/$1.destroy"
+  DESTROY_MS=$((($(date +%s%N) - t0) / 1000000))
+  grep -q "bytes leaked: 0" "$T/$1.destroy" || { echo "leak in $1" >&2; cat "$T/$1.destroy" >&2; }
+  echo "$DEPLOY_MS $DESTROY_MS" > "$T/$1.ms" # rate runs in a subshell
+  python3 -c "print(f'{($b - $a) * 1000 / $ms:.1f}')"
+}
+
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
+PEER_OUT=$(nice -n 0 "$PEER" --sizes 64,1MiB,10MiB --seconds "$SECS" 2>/dev/null | grep dds_hop)
+echo "$PEER_OUT"
+peer_rate() { echo "$PEER_OUT" | awk -v s="$1" '$3 == s && $4 == $4 {for (i=1;i<=NF;i++) if ($i == "msg/s") print $(i-1)}' | head -1; }
+peer_p50() { echo "$PEER_OUT" | awk -v s="$1" '$3 == s {print $6}' | head -1; }
+
+flow t1m 1048576 "" 16;  r1=$(rate t1m); read -r d1 x1 < "$T/t1m.ms"
+flow t10m 10485760 "" 16; r10=$(rate t10m)
+flow f60 10485760 16.667ms 16; r60=$(rate f60)
+flow l64 64 10ms 16; rate l64 > /dev/null
+flow l64f 64 100us 16; rate l64f > /dev/null
+p50f=$(sed 's/.*"lat_p50_ns":\([0-9]*\).*/\1/' "$T/l64f.json")
+p50=$(sed 's/.*"lat_p50_ns":\([0-9]*\).*/\1/' "$T/l64.json")
+pr1=$(peer_rate 1); pr10=$(peer_rate 10); pp50=$(peer_p50 64)
+echo "zflow cross-worker link: 1 MiB $r1 msg/s (zfpeer-dds $pr1: $(python3 -c "print(f'{$r1 / $pr1 * 100:.0f}')") %);" \
+     "10 MiB $r10 msg/s (zfpeer-dds $pr10); 10 MiB at 60 fps: $r60 frames/s;" \
+     "64 B p50 $p50 ns every 10 ms, $p50f ns every 100 us (zfpeer-dds one in flight $pp50 ns: $(python3 -c "print(f'{$p50 / $pp50:.2f}x, {$p50f / $pp50:.2f}x')"));" \
+     "deploy -> RUNNING $d1 ms, destroy $x1 ms"

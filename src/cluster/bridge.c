@@ -1,0 +1,449 @@
+/* Bridge endpoints: the two ends of a link the mapping cuts.
+ *
+ * On the producer's worker a bridge-out node (a sink without on_input)
+ * takes capsules from its ordinary input link on a thread of its own and
+ * writes them to the port's topic zf/<uuid>/<node>/<port> with the capsule
+ * sertype (no copy). On each consumer's worker a bridge-in node (a source
+ * with a thread of its own) takes them and sends them on its ordinary
+ * output links, which apply the link's policy there.
+ *
+ * Credits: each bridge-in publishes on zf/<uuid>/<node>/<port>/credit how
+ * many capsules it has handed to its local links (taken); the bridge-out
+ * writes only while sent - taken < capacity for every reader, else it stops
+ * taking from its input link, which fills, so the producer parks exactly
+ * as on a local `block` link (or drops, on a drop_* link). The first write
+ * waits for every reader's first credit and for the DDS match, so nothing
+ * is sent into the void. End of stream crosses as a sample of its own.
+ *
+ * A lost reader's worker no longer holds credit back: with no reader left
+ * the bridge-out sheds (drops, counted). A lost producer's worker ends the
+ * bridge-in's stream, so the consumer's drain completes. */
+#include "cluster/impl.h"
+#include "core/futex.h"
+#include "runtime/runtime.h"
+
+#include <dds/ddsi/ddsi_serdata.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_READERS  64
+#define EOS_ACK_NS   DDS_SECS(2)
+#define MAX_BLOCKING DDS_SECS(10)
+#define SPIN_NS      50000u /* as a link's consumer spins before it parks */
+
+struct zfi_bridge {
+    zf_cluster *c;
+    zf_node *n;
+    bool out; /* bridge-out (writer), else bridge-in (reader) */
+    char topic[300], credit_topic[320], type[64];
+    uint64_t capacity;
+    struct ddsi_sertype *st;
+    dds_entity_t tp, ep, t_credit, credit_ep, ws, guard, rc, sc;
+    pthread_t thread;
+    bool thread_started;
+    atomic_bool stop;
+    /* bridge-out: the readers' workers and their credits (thread only,
+     * but `lost` under c->mu) */
+    size_t n_readers;
+    char readers[MAX_READERS][128];
+    uint64_t taken[MAX_READERS];
+    bool known[MAX_READERS], lost[MAX_READERS];
+    uint64_t sent, shed;
+    /* bridge-in: the writer's worker */
+    char peer[128];
+    bool peer_lost; /* under c->mu */
+    uint64_t handed;
+    zfi_bridge *next; /* in c->bridges */
+};
+
+static void registry_add(zf_cluster *c, zfi_bridge *b)
+{
+    pthread_mutex_lock(&c->mu);
+    b->next = c->bridges;
+    c->bridges = b;
+    pthread_mutex_unlock(&c->mu);
+}
+
+static void registry_remove(zf_cluster *c, zfi_bridge *b)
+{
+    pthread_mutex_lock(&c->mu);
+    for (zfi_bridge **p = &c->bridges; *p; p = &(*p)->next)
+        if (*p == b) {
+            *p = b->next;
+            break;
+        }
+    pthread_mutex_unlock(&c->mu);
+}
+
+void zfi_bridges_worker_lost(zf_cluster *c, const char *worker)
+{
+    pthread_mutex_lock(&c->mu);
+    for (zfi_bridge *b = c->bridges; b; b = b->next) {
+        bool hit = false;
+        if (b->out) {
+            for (size_t i = 0; i < b->n_readers; i++)
+                if (!strcmp(b->readers[i], worker))
+                    hit = b->lost[i] = true;
+        } else if (!strcmp(b->peer, worker)) {
+            hit = b->peer_lost = true;
+        }
+        if (hit)
+            dds_set_guardcondition(b->guard, true);
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+static dds_qos_t *data_qos(uint64_t capacity, bool reader)
+{
+    dds_qos_t *q = dds_create_qos();
+    dds_qset_reliability(q, DDS_RELIABILITY_RELIABLE, MAX_BLOCKING);
+    dds_qset_history(q, DDS_HISTORY_KEEP_ALL, 0);
+    if (reader) /* the safety net: credits keep the reader under it */
+        dds_qset_resource_limits(q, (int32_t)(capacity + 8), DDS_LENGTH_UNLIMITED,
+                                 DDS_LENGTH_UNLIMITED);
+    return q;
+}
+
+static dds_qos_t *credit_qos(void)
+{
+    dds_qos_t *q = dds_create_qos();
+    dds_qset_reliability(q, DDS_RELIABILITY_RELIABLE, MAX_BLOCKING);
+    dds_qset_durability(q, DDS_DURABILITY_TRANSIENT_LOCAL);
+    dds_qset_history(q, DDS_HISTORY_KEEP_LAST, 1);
+    return q;
+}
+
+/* ---- bridge-out ---- */
+
+static void take_credits(zfi_bridge *b)
+{
+    for (;;) {
+        void *buf[8] = {NULL};
+        dds_sample_info_t si[8];
+        int n = dds_take(b->credit_ep, buf, si, 8, 8);
+        if (n <= 0)
+            return;
+        for (int i = 0; i < n; i++) {
+            const zfi_msg_credit *m = buf[i];
+            if (!si[i].valid_data)
+                continue;
+            for (size_t r = 0; r < b->n_readers; r++)
+                if (!strcmp(b->readers[r], m->reader)) {
+                    if (m->taken > b->taken[r] || !b->known[r])
+                        b->taken[r] = m->taken;
+                    b->known[r] = true;
+                }
+        }
+        dds_return_loan(b->credit_ep, buf, n);
+    }
+}
+
+typedef enum { CREDIT_WAIT, CREDIT_SEND, CREDIT_SHED } credit_state;
+
+/* Whether the next capsule may go: every live reader known and matched, and
+ * under its window; no live reader left: shed. */
+static credit_state credit(zfi_bridge *b)
+{
+    /* Read (and so reset) the match status first: its condition stays
+     * triggered until read, and the wait below would spin. */
+    dds_publication_matched_status_t st;
+    if (dds_get_publication_matched_status(b->ep, &st) != DDS_RETCODE_OK)
+        st.current_count = 0;
+    pthread_mutex_lock(&b->c->mu);
+    bool lost[MAX_READERS];
+    memcpy(lost, b->lost, sizeof lost);
+    pthread_mutex_unlock(&b->c->mu);
+    size_t live = 0;
+    for (size_t r = 0; r < b->n_readers; r++) {
+        if (lost[r])
+            continue;
+        live++;
+        if (!b->known[r] || b->sent - b->taken[r] >= b->capacity) {
+            zfi_log(ZF_LOG_TRACE, "cluster", "%s: waiting for %s of '%s'", b->topic,
+                    b->known[r] ? "credit" : "the first credit", b->readers[r]);
+            return CREDIT_WAIT;
+        }
+    }
+    if (!live)
+        return CREDIT_SHED;
+    if (st.current_count < live) {
+        zfi_log(ZF_LOG_TRACE, "cluster", "%s: %u of %zu readers matched", b->topic,
+                st.current_count, live);
+        return CREDIT_WAIT;
+    }
+    return CREDIT_SEND;
+}
+
+static void *out_main(void *arg)
+{
+    zfi_bridge *b = arg;
+    zf_link *in = b->n->in[0];
+    bool warned_shed = false;
+    while (!atomic_load(&b->stop)) {
+        take_credits(b);
+        credit_state cs = credit(b);
+        if (cs == CREDIT_WAIT) {
+            dds_waitset_wait(b->ws, NULL, 0, DDS_INFINITY);
+            dds_set_guardcondition(b->guard, false);
+            continue;
+        }
+        zf_data *d = NULL;
+        zf_err e = zf_link_pop(in, &d, -1);
+        if (e == ZF_ECLOSED) {
+            if (cs == CREDIT_SEND) {
+                struct ddsi_serdata *sd = zfi_capsule_serdata(b->st, NULL, ZFI_WIRE_EOS);
+                if (sd && dds_writecdr(b->ep, sd) == DDS_RETCODE_OK)
+                    dds_wait_for_acks(b->ep, EOS_ACK_NS);
+            }
+            if (!atomic_load(&b->stop))
+                zfi_node_finish(b->n);
+            break;
+        }
+        if (e != ZF_OK || !d)
+            continue;
+        if (cs == CREDIT_SHED) {
+            zf_data_unref(d);
+            b->shed++;
+            if (!warned_shed) {
+                zfi_log(ZF_LOG_WARN, "cluster",
+                        "%s: every reader's worker is lost: dropping what the link carries",
+                        b->topic);
+                warned_shed = true;
+            }
+            continue;
+        }
+        struct ddsi_serdata *sd = zfi_capsule_serdata(b->st, d, 0);
+        dds_return_t r = sd ? dds_writecdr(b->ep, sd) : DDS_RETCODE_OUT_OF_RESOURCES;
+        if (r == DDS_RETCODE_OK)
+            b->sent++;
+        else
+            zfi_log(ZF_LOG_WARN, "cluster", "%s: write: %s (capsule dropped)", b->topic,
+                    dds_strretcode(r));
+    }
+    return NULL;
+}
+
+/* ---- bridge-in ---- */
+
+static void publish_credit(zfi_bridge *b)
+{
+    zfi_msg_credit m = {.reader = (char *)zf_cluster_name(b->c), .taken = b->handed};
+    dds_write(b->credit_ep, &m);
+}
+
+static void *in_main(void *arg)
+{
+    zfi_bridge *b = arg;
+    bool eos = false;
+    uint64_t idle_since = 0;
+    while (!atomic_load(&b->stop) && !eos) {
+        struct ddsi_serdata *sds[16];
+        dds_sample_info_t si[16];
+        int n = dds_takecdr(b->ep, sds, 16, si, DDS_ANY_STATE);
+        if (n <= 0 && (!idle_since || zf_clock_ns() - idle_since < SPIN_NS)) {
+            /* spin briefly before parking, as a link's consumer does: a
+             * busy stream takes its next sample without a wake-up */
+            if (!idle_since)
+                idle_since = zf_clock_ns();
+            zfi_cpu_relax();
+            continue;
+        }
+        idle_since = 0;
+        if (n <= 0) {
+            pthread_mutex_lock(&b->c->mu);
+            bool lost = b->peer_lost;
+            pthread_mutex_unlock(&b->c->mu);
+            if (lost) {
+                zfi_log(ZF_LOG_WARN, "cluster",
+                        "%s: the producer's worker '%s' is lost: end of stream here", b->topic,
+                        b->peer);
+                eos = true;
+                break;
+            }
+            dds_waitset_wait(b->ws, NULL, 0, DDS_INFINITY);
+            dds_set_guardcondition(b->guard, false);
+            continue;
+        }
+        for (int i = 0; i < n; i++) {
+            uint32_t flags = 0;
+            zf_data *d = si[i].valid_data ? zfi_capsule_take(sds[i], &flags) : NULL;
+            ddsi_serdata_unref(sds[i]);
+            if (flags & ZFI_WIRE_EOS)
+                eos = true;
+            if (!si[i].valid_data || (flags & ZFI_WIRE_EOS))
+                continue;
+            if (d && zf_send_timeout(b->n, 0, &d, -1) == ZF_ECLOSED)
+                atomic_store(&b->stop, true);
+            b->handed++; /* delivered, dropped by the policy or refused: taken */
+        }
+        publish_credit(b);
+    }
+    if (eos && !atomic_load(&b->stop)) {
+        atomic_store(&b->n->done, true);
+        zfi_node_close_outputs(b->n);
+    }
+    return NULL;
+}
+
+/* ---- init, fini ---- */
+
+static void bridge_free(zfi_bridge *b)
+{
+    if (b->thread_started) {
+        atomic_store(&b->stop, true);
+        dds_set_guardcondition(b->guard, true);
+        if (b->out)
+            zf_link_close(b->n->in[0]); /* wakes a pop */
+        else
+            zfi_node_close_outputs(b->n); /* wakes a send into a full link */
+        pthread_join(b->thread, NULL);
+    }
+    if (b->c)
+        registry_remove(b->c, b);
+    /* Every entity of the link: the endpoints first (a writer drops the
+     * capsules its history holds), then the topics. */
+    dds_entity_t es[] = {b->rc, b->sc, b->guard, b->ws, b->ep, b->credit_ep, b->tp, b->t_credit};
+    for (size_t i = 0; i < sizeof es / sizeof es[0]; i++)
+        if (es[i] > 0)
+            dds_delete(es[i]);
+    if (b->st && b->tp <= 0)
+        ddsi_sertype_unref(b->st); /* never taken by a topic */
+    free(b);
+}
+
+static zf_err bridge_init(zf_node *n, void **state, bool out)
+{
+    zf_cluster *c = zfi_cluster_get();
+    if (!c) {
+        zf_node_set_error(n, "this process is not in a cluster (zfd --domain)");
+        return ZF_ESTATE;
+    }
+    zfi_bridge *b = zfi_calloc(1, sizeof *b);
+    if (!b)
+        return ZF_ENOMEM;
+    b->n = n;
+    b->out = out;
+    const zf_config *cfg = zf_node_config(n);
+    const char *topic = NULL, *type = NULL, *peer = NULL;
+    int64_t cap = 0;
+    if (zf_config_string(cfg, "topic", NULL, &topic) != ZF_OK ||
+        zf_config_string(cfg, "type", "any", &type) != ZF_OK ||
+        zf_config_string(cfg, "writer", "", &peer) != ZF_OK ||
+        zf_config_int(cfg, "capacity", 16, &cap) != ZF_OK || !topic) {
+        free(b);
+        zf_node_set_error(n, "a bridge needs its topic (a string), and strings for type and "
+                             "writer, an integer capacity: %s",
+                          zf_last_error());
+        return ZF_EINVAL;
+    }
+    snprintf(b->topic, sizeof b->topic, "%s", topic);
+    snprintf(b->credit_topic, sizeof b->credit_topic, "%s/credit", topic);
+    snprintf(b->type, sizeof b->type, "%s", type);
+    snprintf(b->peer, sizeof b->peer, "%s", peer);
+    b->capacity = cap > 0 ? (uint64_t)cap : 16;
+    const zf_config *rs = zf_config_get(cfg, "readers");
+    for (size_t i = 0; out && i < zf_config_len(rs) && i < MAX_READERS; i++)
+        snprintf(b->readers[b->n_readers++], sizeof b->readers[0], "%s",
+                 zf_config_text(zf_config_at(rs, i)));
+    b->st = zfi_capsule_sertype_new(type, out ? NULL : n);
+    zf_err err = ZF_ESYS;
+    const char *what = "sertype";
+    if (!b->st)
+        goto fail;
+    dds_qos_t *dq = data_qos(b->capacity, !out), *cq = credit_qos();
+    what = "topics";
+    b->tp = dds_create_topic_sertype(c->pp, b->topic, &b->st, dq, NULL, NULL);
+    b->t_credit = dds_create_topic(c->pp, &zfi_msg_credit_desc, b->credit_topic, cq, NULL);
+    if (b->tp > 0 && b->t_credit > 0) {
+        what = "endpoints";
+        if (out) {
+            b->ep = dds_create_writer(c->pp, b->tp, dq, NULL);
+            b->credit_ep = dds_create_reader(c->pp, b->t_credit, cq, NULL);
+        } else {
+            b->ep = dds_create_reader(c->pp, b->tp, dq, NULL);
+            b->credit_ep = dds_create_writer(c->pp, b->t_credit, cq, NULL);
+        }
+    }
+    dds_delete_qos(dq);
+    dds_delete_qos(cq);
+    if (b->tp <= 0 || b->t_credit <= 0 || b->ep <= 0 || b->credit_ep <= 0)
+        goto fail;
+    what = "waitset";
+    b->ws = dds_create_waitset(c->pp);
+    b->guard = dds_create_guardcondition(c->pp);
+    b->rc = dds_create_readcondition(out ? b->credit_ep : b->ep, DDS_ANY_STATE);
+    if (b->ws <= 0 || b->guard <= 0 || b->rc <= 0 || dds_waitset_attach(b->ws, b->guard, 0) < 0 ||
+        dds_waitset_attach(b->ws, b->rc, 0) < 0)
+        goto fail;
+    if (out) {
+        if (dds_set_status_mask(b->ep, DDS_PUBLICATION_MATCHED_STATUS) < 0 ||
+            dds_waitset_attach(b->ws, b->ep, 0) < 0)
+            goto fail;
+    }
+    b->c = c;
+    registry_add(c, b);
+    if (!out)
+        publish_credit(b); /* the first credit: the writer may begin */
+    if (!out && !zf_cluster_alive(c, b->peer)) {
+        pthread_mutex_lock(&c->mu);
+        b->peer_lost = true;
+        pthread_mutex_unlock(&c->mu);
+    }
+    if (pthread_create(&b->thread, NULL, out ? out_main : in_main, b) != 0) {
+        what = "thread";
+        goto fail;
+    }
+    b->thread_started = true;
+    *state = b;
+    return ZF_OK;
+fail:
+    zf_node_set_error(n, "bridge %s: Cyclone DDS refused its %s (%s)", b->topic, what,
+                      dds_strretcode(b->tp < 0         ? b->tp
+                                     : b->t_credit < 0 ? b->t_credit
+                                                       : b->ep));
+    bridge_free(b);
+    return err;
+}
+
+static zf_err out_init(zf_node *n, void **state)
+{
+    return bridge_init(n, state, true);
+}
+
+static zf_err in_init(zf_node *n, void **state)
+{
+    return bridge_init(n, state, false);
+}
+
+static void bridge_fini(void *state)
+{
+    zfi_bridge *b = state;
+    if (b->shed)
+        zfi_log(ZF_LOG_INFO, "cluster", "%s: %llu capsule(s) dropped with no reader left", b->topic,
+                (unsigned long long)b->shed);
+    bridge_free(b);
+}
+
+static const zf_port_decl any_port[] = {{"data", "any"}};
+
+const zf_node_decl zfi_bridge_out_decl = {
+    .abi = ZF_ABI_VERSION,
+    .kind = ZF_SINK,
+    .name = "zflow bridge (writer)",
+    .inputs = any_port,
+    .n_inputs = 1,
+    .init = out_init,
+    .fini = bridge_fini,
+};
+
+const zf_node_decl zfi_bridge_in_decl = {
+    .abi = ZF_ABI_VERSION,
+    .kind = ZF_SOURCE,
+    .name = "zflow bridge (reader)",
+    .outputs = any_port,
+    .n_outputs = 1,
+    .init = in_init,
+    .fini = bridge_fini,
+};
