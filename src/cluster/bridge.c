@@ -333,8 +333,9 @@ static zf_err bridge_init(zf_node *n, void **state, bool out)
         zf_config_string(cfg, "writer", "", &peer) != ZF_OK ||
         zf_config_int(cfg, "capacity", 16, &cap) != ZF_OK || !topic) {
         free(b);
-        zf_node_set_error(n, "a bridge needs its topic (a string), and strings for type and "
-                             "writer, an integer capacity: %s",
+        zf_node_set_error(n,
+                          "a bridge needs its topic (a string), and strings for type and "
+                          "writer, an integer capacity: %s",
                           zf_last_error());
         return ZF_EINVAL;
     }
