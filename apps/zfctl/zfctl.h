@@ -49,10 +49,24 @@ void print_links(FILE *out, const zf_instance_stats *s);
 void print_pool(FILE *out, const zf_instance_stats *s);
 void print_report(FILE *out, const zf_stop_report *r);
 
+/* Where a daemon command goes, and how its errors print. */
+typedef struct daemon_conn {
+    const char *cmd;    /* for messages: "zfctl CMD: ..." */
+    const char *socket; /* NULL: the default */
+    bool json;          /* errors as JSON on stdout too */
+} daemon_conn;
+/* One request (hello first, with a short bound); the daemon's result (owned
+ * by *tree), or NULL after printing the error and setting *rc
+ * (cmd_daemon.c). */
+const zf_config *daemon_call(const daemon_conn *c, zf_request *req, zf_config **tree, int *rc);
+
 int cmd_run(int argc, char **argv);
 int cmd_validate(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 /* deploy, ls, status, start, suspend, resume, destroy, workers */
 int cmd_daemon(int argc, char **argv);
+/* logs, top (cmd_ops.c) */
+int cmd_logs(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 #endif

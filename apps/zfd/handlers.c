@@ -421,6 +421,8 @@ static char *list(zfd_daemon *d)
         jw_str(&w, NULL, d->name);
         jw_end_arr(&w);
         jw_str(&w, "created", created);
+        jw_num(&w, "uptime_s", (double)(zf_clock_ns() - e->created_ns) / 1e9);
+        zfd_live_summary(&w, e->inst);
         jw_end_obj(&w);
     }
     pthread_mutex_unlock(&d->mu);
@@ -458,6 +460,8 @@ static char *status(zfd_daemon *d, entry *e)
     zf_instance_stats *s = NULL;
     if (zf_instance_stats_get(e->inst, &s) != ZF_OK)
         return zf_response_error(ZF_ENOMEM, "%s", zf_last_error());
+    zf_instance_live *live = NULL;
+    zf_instance_live_get(e->inst, &live); /* NULL (zeros) if out of memory */
     uint64_t now = zf_clock_ns();
     double up = (double)(now - e->created_ns) / 1e9;
     char created[32], status_buf[256];
@@ -481,7 +485,9 @@ static char *status(zfd_daemon *d, entry *e)
     jw_uint(&w, "bytes_mapped", s->pool.bytes_mapped);
     jw_uint(&w, "allocations", s->pool.allocs);
     jw_uint(&w, "refused", s->pool.alloc_failures);
+    jw_uint(&w, "held_capsules", s->pool.blocks_in_use);
     jw_end_obj(&w);
+    zfd_live_windows(&w, live);
     jw_arr(&w, "nodes");
     for (size_t i = 0; i < s->n_nodes; i++) {
         const zf_node_stats *n = &s->nodes[i];
@@ -498,6 +504,7 @@ static char *status(zfd_daemon *d, entry *e)
         jw_uint(&w, "sent", n->sent);
         jw_uint(&w, "alloc_failures", n->alloc_failures);
         jw_uint(&w, "degraded_count", n->degraded_count);
+        zfd_live_node(&w, live, i);
         if (n->last_progress_ns)
             jw_num(&w, "last_progress_s_ago", (double)(now - n->last_progress_ns) / 1e9);
         else
@@ -520,12 +527,14 @@ static char *status(zfd_daemon *d, entry *e)
         jw_uint(&w, "dropped", l->stats.dropped);
         jw_num(&w, "blocked_s", (double)l->stats.blocked_ns / 1e9);
         jw_num(&w, "throughput_per_s", up > 0 ? (double)l->stats.dequeued / up : 0.0);
+        zfd_live_link(&w, live, i);
         jw_end_obj(&w);
     }
     jw_end_arr(&w);
     abandoned_json(d, &w, e->uuid);
     jw_end_obj(&w);
     zf_instance_stats_free(s);
+    zf_instance_live_free(live);
     return ok(&w);
 }
 
@@ -591,6 +600,8 @@ static char *destroy(zfd_daemon *d, entry *e)
     zf_stop_report r;
     zf_instance_stop(e->inst, &r);
     log_report(e->uuid, e->name, &r);
+    if (d->logs)
+        zfd_logs_forget(d->logs, e->uuid);
     jw w;
     jw_init(&w);
     jw_obj(&w, NULL);
@@ -694,6 +705,8 @@ char *zfd_handle(void *arg, const zf_request *req, const zf_peer *peer)
         break;
     }
     char *err = NULL;
+    if (req->op == ZF_OP_LOGS && d->logs && zfd_logs_known(d->logs, req->id))
+        return zfd_logs_query(d->logs, req->id, req); /* also a destroyed instance's */
     entry *e = resolve(d, req->id, &err);
     if (!e)
         return err;
@@ -709,6 +722,10 @@ char *zfd_handle(void *arg, const zf_request *req, const zf_peer *peer)
         break;
     case ZF_OP_DESTROY:
         resp = destroy(d, e);
+        break;
+    case ZF_OP_LOGS:
+        resp = d->logs ? zfd_logs_query(d->logs, e->uuid, req)
+                       : zf_response_error(ZF_ENOTFOUND, "this daemon keeps no logs");
         break;
     default:
         resp = zf_response_error(ZF_EPROTO, "unknown op");

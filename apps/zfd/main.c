@@ -125,11 +125,19 @@ static void help(FILE *out)
             "  --workers N            worker threads (default: one per CPU)\n"
             "  --max-instances N      instances hosted at once (default 256)\n"
             "  --log LEVEL            error, warn, info (default), debug, trace\n"
+            "  --state-dir DIR        logs and state (default /var/lib/zflow for root, else\n"
+            "                         $XDG_STATE_HOME/zflow or ~/.local/state/zflow)\n"
+            "  --node-log LEVEL       the most verbose level kept in instances' logs\n"
+            "                         (default debug; zfctl logs reads them)\n"
+            "  --log-max-size SIZE    rotate each node's log file past SIZE (default 1MiB;\n"
+            "                         one older file is kept)\n"
             "  --version              print the version\n");
 }
 
 typedef struct opts {
-    const char *name, *socket, *config;
+    const char *name, *socket, *config, *state_dir;
+    zf_log_level node_log;
+    uint64_t log_max;
     const char **lib_paths;
     size_t n_lib_paths;
     unsigned workers;
@@ -206,6 +214,15 @@ static void parse_args(int argc, char **argv, opts *o)
             if (zf_log_level_parse(value(argc, argv, &i), &zfd_log_level) != ZF_OK)
                 die("--log: %s", zf_last_error());
             o->log_set = true;
+        } else if (!strncmp(a, "--state-dir", 11)) {
+            o->state_dir = value(argc, argv, &i);
+        } else if (!strncmp(a, "--node-log", 10)) {
+            if (zf_log_level_parse(value(argc, argv, &i), &o->node_log) != ZF_OK)
+                die("--node-log: %s", zf_last_error());
+        } else if (!strncmp(a, "--log-max-size", 14)) {
+            const char *v = value(argc, argv, &i);
+            if (zf_parse_size(v, &o->log_max) != ZF_OK || o->log_max < 4096)
+                die("--log-max-size takes a size of at least 4KiB (e.g. 1MiB), not '%s'", v);
         } else if (!strcmp(a, "--allow-descriptor-dir")) {
             o->allow_descriptor_dir = true;
         } else if (!strcmp(a, "--allow-writable-lib-path")) {
@@ -283,12 +300,19 @@ static zf_config *read_config(opts *o)
 
 int main(int argc, char **argv)
 {
-    opts o = {0};
+    opts o = {.node_log = ZF_LOG_DEBUG, .log_max = 1u << 20};
     parse_args(argc, argv, &o);
     zf_config *cfg = o.config ? read_config(&o) : NULL;
     if (!o.name || !*o.name)
         die("--name NAME is required (this worker's name, as in descriptors' mapping)");
     zf_log_set(zf_log_stderr, NULL, zfd_log_level);
+    char *state_dir = o.state_dir ? strdup(o.state_dir) : zfd_default_state_dir();
+    char why[512];
+    zfd_logs *logs =
+        zfd_logs_open(state_dir, o.log_max, zfd_log_level, o.node_log, why, sizeof why);
+    if (!logs)
+        die("--state-dir %s: %s", state_dir, why);
+    zf_log_set_entry(zfd_logs_entry, logs, o.node_log > zfd_log_level ? o.node_log : zfd_log_level);
 
     /* Signals are taken by sigwait below; every thread inherits the mask. */
     sigset_t sigs;
@@ -303,7 +327,8 @@ int main(int argc, char **argv)
     zfd_daemon d = {.name = strdup(o.name),
                     .allow_descriptor_dir = o.allow_descriptor_dir,
                     .allow_writable = o.allow_writable,
-                    .max_instances = o.max_instances ? o.max_instances : 256};
+                    .max_instances = o.max_instances ? o.max_instances : 256,
+                    .logs = logs};
     pthread_mutex_init(&d.mu, NULL);
     d.lib_paths = calloc(o.n_lib_paths + 1, sizeof *d.lib_paths);
     for (size_t i = 0; i < o.n_lib_paths; i++) {
@@ -374,6 +399,9 @@ int main(int argc, char **argv)
         return 1;
     }
     zf_runtime_destroy(d.rt);
+    zf_log_set(zf_log_stderr, NULL, zfd_log_level);
+    zfd_logs_close(logs);
+    free(state_dir);
     for (size_t i = 0; i < d.n_lib_paths; i++)
         free(d.lib_paths[i]);
     free(d.lib_paths);

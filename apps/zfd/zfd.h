@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 typedef struct entry entry;
+typedef struct zfd_logs zfd_logs;
 
 #define ZFD_MAX_LIB_PATHS 64
 
@@ -28,6 +29,7 @@ typedef struct zfd_daemon {
     uint64_t started_ns;  /* zf_clock_ns at start */
     const char *socket;   /* for `workers` */
     atomic_bool stopping; /* SIGTERM or SIGINT received */
+    zfd_logs *logs;       /* the instances' log files (logs.c) */
 } zfd_daemon;
 
 /* The request handler (zf_server_handler). */
@@ -40,6 +42,39 @@ void zfd_destroy_all(zfd_daemon *d);
  * most zfd_log_level (log.c). */
 extern zf_log_level zfd_log_level;
 void zfd_log(zf_log_level level, const char *fmt, ...) ZF_PRINTF(2, 3);
+
+/* ---- the log store (logs.c, docs/operations.md) ---- */
+
+/* The state directory when --state-dir is not given: /var/lib/zflow for
+ * root, else $XDG_STATE_HOME/zflow, ~/.local/state/zflow, or
+ * /tmp/zflow-UID/state. The caller frees it. */
+char *zfd_default_state_dir(void);
+/* Open (create) STATE/logs; files rotate past max_bytes each. Lines at most
+ * stderr_level also go to stderr; lines about an instance at most
+ * keep_level are kept. NULL with why in err. */
+zfd_logs *zfd_logs_open(const char *state_dir, uint64_t max_bytes, zf_log_level stderr_level,
+                        zf_log_level keep_level, char *err, size_t errlen);
+void zfd_logs_close(zfd_logs *lg);
+/* The library's entry logger (zf_log_set_entry), arg a zfd_logs. */
+void zfd_logs_entry(void *arg, const zf_log_entry *e);
+/* Close the files of a destroyed instance (they stay on disk). */
+void zfd_logs_forget(zfd_logs *lg, const char *uuid);
+/* Whether uuid (a whole UUID) has a log folder: a destroyed instance's
+ * logs can still be read. */
+bool zfd_logs_known(zfd_logs *lg, const char *uuid);
+/* The `logs` request's answer for instance uuid. */
+char *zfd_logs_query(zfd_logs *lg, const char *uuid, const zf_request *req);
+
+/* ---- live figures in answers (live.c); w is a jw (jw.h) ---- */
+struct jw;
+/* nodes, nodes_running, cpu_1s, cpu_10s, cpu_s, mem_bytes, held_bytes,
+ * held_capsules of inst, as members of the open object. */
+void zfd_live_summary(struct jw *w, zf_instance *inst);
+/* Node i's / link i's rates (l may be NULL: zeros), as members. */
+void zfd_live_node(struct jw *w, const zf_instance_live *l, size_t i);
+void zfd_live_link(struct jw *w, const zf_instance_live *l, size_t i);
+/* window_1s, window_10s and the instance's CPU, as members. */
+void zfd_live_windows(struct jw *w, const zf_instance_live *l);
 
 /* A folder allowed for node code: its real path, or NULL (and why). */
 char *zfd_real_dir(const char *dir);

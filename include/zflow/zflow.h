@@ -661,7 +661,8 @@ typedef enum zf_node_state {
     ZF_NODE_RUNNING = 0,
     ZF_NODE_DEGRADED, /**< hung or failing; its inputs shed load */
     ZF_NODE_FAILED,   /**< gave up (init failed, or abandoned at stop) */
-    ZF_NODE_DONE      /**< saw end of stream on every input */
+    ZF_NODE_DONE,     /**< saw end of stream on every input */
+    ZF_NODE_SUSPENDED /**< its instance is SUSPENDED (statistics only) */
 } zf_node_state;
 
 ZF_EXPORT const char *zf_node_state_name(zf_node_state s);
@@ -801,6 +802,7 @@ typedef enum zf_op {
     ZF_OP_RESUME,
     ZF_OP_DESTROY, /**< graceful stop; the stop report */
     ZF_OP_WORKERS, /**< the daemons reachable */
+    ZF_OP_LOGS,    /**< an instance's log lines (docs/operations.md) */
     ZF_OP_COUNT
 } zf_op;
 
@@ -819,6 +821,13 @@ typedef struct zf_request {
     const char *const *vars; /**< deploy: "KEY=VALUE" */
     size_t n_vars;
     bool start; /**< deploy: start at once (default true) */
+    /* logs (docs/operations.md): filters, and a cursor to follow */
+    const char *node;  /**< only this node's lines (NULL: every line) */
+    const char *level; /**< at most this verbose ("error" ... "trace") */
+    const char *grep;  /**< an extended regular expression the line must match */
+    const char *since; /**< a duration: lines of the last D only */
+    uint64_t after;    /**< follow: lines after this cursor (0: the history) */
+    int wait_ms;       /**< follow: wait up to this long for a new line (0..30000) */
 } zf_request;
 
 /** Decode a request (JSON text). Every field is checked for presence, kind
@@ -911,5 +920,7 @@ ZF_EXPORT bool zf_server_stop(zf_server *s);
 #ifdef __cplusplus
 }
 #endif
+
+#include <zflow/ops.h> /* operating: log entries, live figures */
 
 #endif /* ZFLOW_H */

@@ -22,6 +22,7 @@ static const char *const op_names[ZF_OP_COUNT] = {
     [ZF_OP_HELLO] = "hello",   [ZF_OP_DEPLOY] = "deploy",   [ZF_OP_LIST] = "list",
     [ZF_OP_STATUS] = "status", [ZF_OP_START] = "start",     [ZF_OP_SUSPEND] = "suspend",
     [ZF_OP_RESUME] = "resume", [ZF_OP_DESTROY] = "destroy", [ZF_OP_WORKERS] = "workers",
+    [ZF_OP_LOGS] = "logs",
 };
 
 const char *zf_op_name(zf_op op)
@@ -102,7 +103,27 @@ static zf_err str_field(const zf_config *o, const char *key, bool required, size
 static bool needs_id(zf_op op)
 {
     return op == ZF_OP_STATUS || op == ZF_OP_START || op == ZF_OP_SUSPEND || op == ZF_OP_RESUME ||
-           op == ZF_OP_DESTROY;
+           op == ZF_OP_DESTROY || op == ZF_OP_LOGS;
+}
+
+/* The fields of `logs`: filters, checked like every string, and the
+ * follow cursor. */
+static zf_err logs_fields(const zf_config *o, zf_request *r, char *err, size_t errlen)
+{
+    zf_err e;
+    if ((e = str_field(o, "node", false, MAX_NAME, false, &r->node, err, errlen)) != ZF_OK ||
+        (e = str_field(o, "level", false, 16, false, &r->level, err, errlen)) != ZF_OK ||
+        (e = str_field(o, "grep", false, 256, false, &r->grep, err, errlen)) != ZF_OK ||
+        (e = str_field(o, "since", false, 32, false, &r->since, err, errlen)) != ZF_OK)
+        return e;
+    const zf_config *after = zfi_config_member(o, "after"), *wait = zfi_config_member(o, "wait_ms");
+    if (after && (after->kind != ZF_CFG_INT || after->i < 0))
+        return bad(err, errlen, "field 'after' must be an integer >= 0 (a cursor)");
+    if (wait && (wait->kind != ZF_CFG_INT || wait->i < 0 || wait->i > 30000))
+        return bad(err, errlen, "field 'wait_ms' must be an integer from 0 to 30000");
+    r->after = after ? (uint64_t)after->i : 0;
+    r->wait_ms = wait ? (int)wait->i : 0;
+    return ZF_OK;
 }
 
 static zf_err decode(request_impl *x, char *err, size_t errlen)
@@ -110,8 +131,9 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
     const zf_config *o = x->tree;
     if (o->kind != ZF_CFG_MAP)
         return bad(err, errlen, "a request is a JSON object");
-    static const char *const known[] = {"v",    "op",   "id",   "descriptor",
-                                        "path", "name", "vars", "start"};
+    static const char *const known[] = {"v",    "op",    "id",    "descriptor", "path",
+                                        "name", "vars",  "start", "node",       "level",
+                                        "grep", "since", "after", "wait_ms"};
     for (size_t i = 0; i < o->n; i++) {
         bool ok = false;
         for (size_t k = 0; k < ZFI_ARRAY_LEN(known) && !ok; k++)
@@ -143,7 +165,7 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
     if (x->r.op == ZF_OP_COUNT)
         return bad(err, errlen,
                    "unknown op '%.32s' (expected hello, deploy, list, status, start, suspend, "
-                   "resume, destroy or workers)",
+                   "resume, destroy, workers or logs)",
                    op); /* printable: str_field checked it */
     if ((e = str_field(o, "id", needs_id(x->r.op), MAX_ID, false, &x->r.id, err, errlen)) != ZF_OK)
         return e;
@@ -179,6 +201,8 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
         x->r.vars = x->vars;
         x->r.n_vars = vars->n;
     }
+    if ((e = logs_fields(o, &x->r, err, errlen)) != ZF_OK)
+        return e;
     x->r.start = true;
     const zf_config *start = zfi_config_member(o, "start");
     if (start) {
@@ -240,6 +264,14 @@ char *zf_request_encode(const zf_request *r)
     }
     if (r->op == ZF_OP_DEPLOY)
         zfi_buf_printf(&b, ",\"start\":%s", r->start ? "true" : "false");
+    json_field(&b, "node", r->node);
+    json_field(&b, "level", r->level);
+    json_field(&b, "grep", r->grep);
+    json_field(&b, "since", r->since);
+    if (r->after)
+        zfi_buf_printf(&b, ",\"after\":%llu", (unsigned long long)r->after);
+    if (r->wait_ms)
+        zfi_buf_printf(&b, ",\"wait_ms\":%d", r->wait_ms);
     zfi_buf_puts(&b, "}");
     return zfi_buf_steal(&b);
 }

@@ -696,6 +696,13 @@ void zf_link_stats_get(const zf_link *cl, zf_link_stats *out)
     out->blocked_ns = atomic_load(&l->blocked_ns);
 }
 
+void zfi_link_bytes(const zf_link *cl, uint64_t *in, uint64_t *out)
+{
+    zf_link *l = (zf_link *)cl;
+    *out = ld(&l->bytes_out) + ld(&l->bytes_out_x); /* consumers first: in >= out */
+    *in = ld(&l->bytes_in) + ld(&l->bytes_in_x);
+}
+
 bool zfi_link_drained(zf_link *l)
 {
     return atomic_load(&l->closed) && !zfi_link_ready(l);

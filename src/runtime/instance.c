@@ -50,6 +50,7 @@ zf_err zf_runtime_create(const zf_runtime_options *opt, zf_runtime **out)
     pthread_cond_init(&rt->cv, &ca);
     pthread_cond_init(&rt->timer_cv, &ca);
     pthread_condattr_destroy(&ca);
+    zfi_log_set_origin_lookup(zfi_node_log_origin);
     zf_err err = zfi_workers_start(rt);
     if (err == ZF_OK)
         err = zfi_timer_start(rt);
@@ -114,6 +115,7 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
     n->inst = inst;
     n->desc = nd;
     n->index = i;
+    n->origin = (zfi_log_origin){inst->uuid, inst->name, nd->id};
     if (nd->isolation == ZFI_ISOLATION_PROCESS) {
         free(n);
         return zfi_diag_add(diag, ZF_EINVAL, nd->file, nd->line, nd->col, "isolation",
@@ -313,6 +315,7 @@ void zfi_instance_free(zf_instance *inst)
     for (size_t i = 0; i < inst->n_code_dirs; i++)
         free(inst->code_dirs[i]);
     free(inst->code_dirs);
+    zfi_rates_free(inst->rates);
     zf_flow_free(inst->flow);
     pthread_mutex_destroy(&inst->mu);
     pthread_cond_destroy(&inst->cv);
@@ -353,6 +356,7 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     else
         zfi_uuid_v4(inst->uuid);
     inst->name = zfi_strdup(opt && opt->name && *opt->name ? opt->name : f->name);
+    inst->origin = (zfi_log_origin){inst->uuid, inst->name, NULL};
     pthread_mutex_init(&inst->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -411,6 +415,10 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     for (size_t i = 0; i < inst->n_nodes; i++)
         if (inst->nodes[i]->decl->kind == ZF_SINK)
             inst->sinks_left++;
+    if (!(inst->rates = zfi_rates_new(inst))) {
+        err = zfi_error(ZF_ENOMEM, "out of memory");
+        goto fail;
+    }
     if ((err = init_nodes(inst, diag)) != ZF_OK) {
         zfi_instance_fini_nodes(inst, NULL);
         if (inst->init_abandoned) {
@@ -433,8 +441,8 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
         zfi_instance_fini_nodes(inst, NULL);
         goto fail;
     }
-    zfi_log(ZF_LOG_INFO, "instance", "created %s '%s' (%zu nodes, %zu links)", inst->uuid,
-            inst->name, inst->n_nodes, inst->n_links);
+    zfi_log_at(&inst->origin, ZF_LOG_INFO, "instance", "created %s '%s' (%zu nodes, %zu links)",
+               inst->uuid, inst->name, inst->n_nodes, inst->n_links);
     *out = inst;
     return ZF_OK;
 fail:
@@ -499,8 +507,8 @@ zf_err zf_instance_start(zf_instance *inst)
         if (n->decl->kind != ZF_SOURCE || n->desc->period_ns <= 0)
             zfi_node_notify(n); /* free-running sources, anything with input */
     }
-    zfi_log(ZF_LOG_INFO, "instance", "%s %s", s == ZF_INSTANCE_CREATED ? "started" : "resumed",
-            inst->uuid);
+    zfi_log_at(&inst->origin, ZF_LOG_INFO, "instance", "%s %s",
+               s == ZF_INSTANCE_CREATED ? "started" : "resumed", inst->uuid);
     return ZF_OK;
 }
 
@@ -520,7 +528,7 @@ zf_err zf_instance_suspend(zf_instance *inst)
     atomic_store(&inst->sources_stopped, true);
     set_state(inst, ZF_INSTANCE_SUSPENDED);
     pthread_mutex_unlock(&inst->mu);
-    zfi_log(ZF_LOG_INFO, "instance", "suspended %s", inst->uuid);
+    zfi_log_at(&inst->origin, ZF_LOG_INFO, "instance", "suspended %s", inst->uuid);
     return ZF_OK;
 }
 
@@ -577,7 +585,11 @@ zf_err zf_instance_stats_get(zf_instance *inst, zf_instance_stats **out)
         zf_node_stats *ns = &s->nodes[i];
         ns->id = n->desc->id;
         ns->kind = n->decl->kind;
-        ns->state = n->node_state;
+        /* A node's state follows its instance's: suspended, it runs no
+         * more (a source) or only drains (the others). */
+        ns->state = n->node_state == ZF_NODE_RUNNING && inst->state == ZF_INSTANCE_SUSPENDED
+                        ? ZF_NODE_SUSPENDED
+                        : n->node_state;
         ns->reason = zfi_strdup(n->reason);
         ns->since_ns = n->state_since_ns;
         ns->callbacks = atomic_load(&n->callbacks);

@@ -228,6 +228,8 @@ const char *zf_node_state_name(zf_node_state s)
         return "FAILED";
     case ZF_NODE_DONE:
         return "DONE";
+    case ZF_NODE_SUSPENDED:
+        return "SUSPENDED";
     }
     return "UNKNOWN";
 }

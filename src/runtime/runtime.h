@@ -89,6 +89,7 @@ struct zf_node {
     atomic_int degraded;   /* ZFI_DEG_* bits */
     atomic_bool abandoned; /* left behind at stop: never freed */
     atomic_bool replaced;  /* its stuck worker was replaced */
+    zfi_log_origin origin; /* whom its log lines are about */
     uint64_t *err_times;   /* ring of recent error times */
     size_t err_head;
     uint64_t last_error_ns;
@@ -136,6 +137,8 @@ struct zf_instance {
     bool init_abandoned; /* an init outlived its bound: never free */
     zf_stop_report report;
     size_t sinks_left;
+    zfi_log_origin origin;          /* whom its log lines are about (node NULL) */
+    struct zfi_rates *rates;        /* live figures, sampled by the timer (rates.c) */
     struct zf_instance *next_in_rt; /* runtime's list (under rt->mu) */
 };
 
@@ -292,6 +295,17 @@ int64_t zfi_lifecycle_bound_ns(const zf_node *n);
 /* Record a thread left inside n's code ("callback", "init", "fini"). */
 void zfi_abandoned_add(zf_node *n, const char *in, int tid);
 void zfi_abandoned_free_all(zf_runtime *rt);
+
+/* Logging about nodes (oplog.c): the lookup the logger uses to name the
+ * node whose code runs on a thread. */
+const zfi_log_origin *zfi_node_log_origin(void *node);
+
+/* Live figures (rates.c): the timer samples every instance's counters
+ * every ZFI_RATES_STEP_NS; readers compute windows from the samples. */
+#define ZFI_RATES_STEP_NS 100000000ull
+struct zfi_rates *zfi_rates_new(const zf_instance *inst);
+void zfi_rates_free(struct zfi_rates *r);
+void zfi_rates_sample(zf_instance *inst, uint64_t now);
 
 /* UUID v4 (uuid.c). */
 void zfi_uuid_v4(char out[37]);
