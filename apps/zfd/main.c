@@ -210,6 +210,10 @@ static void parse_args(int argc, char **argv, opts *o)
             if (m < 1 || m > 4000)
                 die("--max-instances takes a number from 1 to 4000");
             o->max_instances = (size_t)m;
+        } else if (!strncmp(a, "--log-max-size", 14)) {
+            const char *v = value(argc, argv, &i);
+            if (zf_parse_size(v, &o->log_max) != ZF_OK || o->log_max < 4096)
+                die("--log-max-size takes a size of at least 4KiB (e.g. 1MiB), not '%s'", v);
         } else if (!strncmp(a, "--log", 5)) {
             if (zf_log_level_parse(value(argc, argv, &i), &zfd_log_level) != ZF_OK)
                 die("--log: %s", zf_last_error());
@@ -219,10 +223,6 @@ static void parse_args(int argc, char **argv, opts *o)
         } else if (!strncmp(a, "--node-log", 10)) {
             if (zf_log_level_parse(value(argc, argv, &i), &o->node_log) != ZF_OK)
                 die("--node-log: %s", zf_last_error());
-        } else if (!strncmp(a, "--log-max-size", 14)) {
-            const char *v = value(argc, argv, &i);
-            if (zf_parse_size(v, &o->log_max) != ZF_OK || o->log_max < 4096)
-                die("--log-max-size takes a size of at least 4KiB (e.g. 1MiB), not '%s'", v);
         } else if (!strcmp(a, "--allow-descriptor-dir")) {
             o->allow_descriptor_dir = true;
         } else if (!strcmp(a, "--allow-writable-lib-path")) {
