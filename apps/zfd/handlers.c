@@ -629,6 +629,15 @@ void zfd_destroy_all(zfd_daemon *d)
     }
 }
 
+void zfd_each_instance(zfd_daemon *d, zfd_instance_fn fn, void *arg)
+{
+    pthread_mutex_lock(&d->mu);
+    uint64_t now = zf_clock_ns();
+    for (entry *e = d->list; e; e = e->next)
+        fn(arg, e->inst, e->uuid, e->name, (double)(now - e->created_ns) / 1e9);
+    pthread_mutex_unlock(&d->mu);
+}
+
 /* ---- abandoned threads ---- */
 
 /* "abandoned_threads": [...] of the whole daemon (uuid NULL) or of one

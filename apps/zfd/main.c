@@ -125,6 +125,8 @@ static void help(FILE *out)
             "  --workers N            worker threads (default: one per CPU)\n"
             "  --max-instances N      instances hosted at once (default 256)\n"
             "  --log LEVEL            error, warn, info (default), debug, trace\n"
+            "  --http ADDR            serve /metrics (Prometheus) and a live page on ADDR\n"
+            "                         (PORT or HOST:PORT; no host: 127.0.0.1; off by default)\n"
             "  --state-dir DIR        logs and state (default /var/lib/zflow for root, else\n"
             "                         $XDG_STATE_HOME/zflow or ~/.local/state/zflow)\n"
             "  --node-log LEVEL       the most verbose level kept in instances' logs\n"
@@ -135,7 +137,7 @@ static void help(FILE *out)
 }
 
 typedef struct opts {
-    const char *name, *socket, *config, *state_dir;
+    const char *name, *socket, *config, *state_dir, *http;
     zf_log_level node_log;
     uint64_t log_max;
     const char **lib_paths;
@@ -218,6 +220,8 @@ static void parse_args(int argc, char **argv, opts *o)
             if (zf_log_level_parse(value(argc, argv, &i), &zfd_log_level) != ZF_OK)
                 die("--log: %s", zf_last_error());
             o->log_set = true;
+        } else if (!strncmp(a, "--http", 6)) {
+            o->http = value(argc, argv, &i);
         } else if (!strncmp(a, "--state-dir", 11)) {
             o->state_dir = value(argc, argv, &i);
         } else if (!strncmp(a, "--node-log", 10)) {
@@ -365,6 +369,17 @@ int main(int argc, char **argv)
         atomic_store(&orderly_exit, true);
         return 1;
     }
+    zfd_http *http = NULL;
+    if (o.http && !(http = zfd_http_start(&d, o.http, why, sizeof why))) {
+        zfd_log(ZF_LOG_ERROR, "--http %s", why);
+        zf_server_stop(srv);
+        zf_runtime_destroy(d.rt);
+        atomic_store(&orderly_exit, true);
+        return 2;
+    }
+    if (http)
+        zfd_log(ZF_LOG_INFO, "http: /metrics and the live page on %s (port %u)", o.http,
+                zfd_http_port(http));
     zfd_log(ZF_LOG_INFO, "worker '%s' ready (pid %d, socket %s, %zu lib path%s)", d.name,
             (int)getpid(), d.socket, d.n_lib_paths, d.n_lib_paths == 1 ? "" : "s");
 
@@ -379,6 +394,7 @@ int main(int argc, char **argv)
         break;
     }
     atomic_store(&d.stopping, true);
+    zfd_http_stop(http);
     const char *signame = sig == SIGINT ? "SIGINT" : "SIGTERM";
     bool clean = zf_server_stop(srv);
     /* Every instance in the table is destroyed gracefully, even when a

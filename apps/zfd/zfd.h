@@ -43,6 +43,26 @@ void zfd_destroy_all(zfd_daemon *d);
 extern zf_log_level zfd_log_level;
 void zfd_log(zf_log_level level, const char *fmt, ...) ZF_PRINTF(2, 3);
 
+/* Call fn for every instance in the table, in creation order, with the
+ * table locked (fn must not call back into the table). */
+typedef void (*zfd_instance_fn)(void *arg, zf_instance *inst, const char *uuid, const char *name,
+                                double uptime_s);
+void zfd_each_instance(zfd_daemon *d, zfd_instance_fn fn, void *arg);
+
+/* ---- the HTTP side (http.c, page.c; docs/operations.md) ---- */
+typedef struct zfd_http zfd_http;
+/* Serve /metrics, / (the live page) and its /api/ on addr ("PORT",
+ * "HOST:PORT", "[V6]:PORT"; a missing host is 127.0.0.1). NULL with why in
+ * err. */
+zfd_http *zfd_http_start(zfd_daemon *d, const char *addr, char *err, size_t errlen);
+void zfd_http_stop(zfd_http *h);
+/* The port it listens on (the one the system chose for port 0). */
+unsigned zfd_http_port(const zfd_http *h);
+/* The Prometheus text for the whole daemon; the caller frees it. */
+char *zfd_metrics_text(zfd_daemon *d);
+/* The live page (a NUL-terminated HTML document). */
+extern const char zfd_page_html[];
+
 /* ---- the log store (logs.c, docs/operations.md) ---- */
 
 /* The state directory when --state-dir is not given: /var/lib/zflow for

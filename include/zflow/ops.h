@@ -78,6 +78,7 @@ typedef struct zf_node_live {
 typedef struct zf_link_live {
     zf_rate in_1s, in_10s, out_1s, out_10s;
     double drops_1s, drops_10s;
+    uint64_t bytes_in, bytes_out; /**< bytes enqueued and taken so far */
 } zf_link_live;
 
 /** Live figures of an instance, in the order of zf_instance_stats's nodes

@@ -114,6 +114,8 @@ zf_err zf_instance_live_get(zf_instance *inst, zf_instance_live **out)
         goto nomem;
     l->n_nodes = inst->n_nodes;
     l->n_links = inst->n_links;
+    for (size_t i = 0; i < inst->n_links; i++)
+        zfi_link_bytes(inst->links[i], &l->links[i].bytes_in, &l->links[i].bytes_out);
     for (size_t i = 0; i < inst->n_nodes; i++) {
         l->nodes[i].cpu_ns = atomic_load(&inst->nodes[i]->busy_ns);
         l->nodes[i].held = atomic_load(&inst->nodes[i]->held);
