@@ -148,6 +148,167 @@ int cmd_logs(int argc, char **argv)
     return EXIT_OK;
 }
 
+/* ---- echo, hz ---- */
+
+typedef struct tap_args {
+    daemon_conn conn;
+    const char *id, *link;
+    long count;     /* echo: capsules; hz: reports (0: until interrupted) */
+    int64_t window; /* hz */
+} tap_args;
+
+static void tap_parse(int argc, char **argv, const char *cmd, tap_args *a)
+{
+    a->conn.cmd = cmd;
+    a->window = 1000000000;
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+            if (!strcmp(cmd, "echo"))
+                printf("usage: zfctl echo ID NODE.PORT [--count N] [--socket PATH] [-o json]\n\n"
+                       "Print the capsules leaving output NODE.PORT: sequence number, timestamp\n"
+                       "(monotonic), size, type and first bytes; N of them, or until "
+                       "interrupted.\nRead-only: a tap that falls behind drops and says so.\n");
+            else
+                printf("usage: zfctl hz ID NODE.PORT [--window 1s] [--count N] [--socket PATH]\n"
+                       "                [-o json]\n\n"
+                       "Print the rate of output NODE.PORT measured over each window, with the\n"
+                       "period's min, max and standard deviation; N reports, or until "
+                       "interrupted.\n");
+            exit(EXIT_OK);
+        } else if (!strncmp(s, "--socket", 8)) {
+            a->conn.socket = args_value(argc, argv, &i, cmd);
+        } else if (!strcmp(s, "-o") || !strncmp(s, "--output", 8)) {
+            const char *v = args_value(argc, argv, &i, cmd);
+            if (strcmp(v, "json") && strcmp(v, "table"))
+                usage_error(cmd, "-o takes json or table");
+            a->conn.json = !strcmp(v, "json");
+        } else if (!strncmp(s, "--count", 7)) {
+            const char *v = args_value(argc, argv, &i, cmd);
+            char *end = NULL;
+            a->count = strtol(v, &end, 10);
+            if (!*v || *end || a->count < 1)
+                usage_error(cmd, "--count takes a number >= 1");
+        } else if (!strcmp(cmd, "hz") && !strncmp(s, "--window", 8)) {
+            const char *v = args_value(argc, argv, &i, cmd);
+            if (zf_parse_duration(v, &a->window) != ZF_OK || a->window < 100000000 ||
+                a->window > 30000000000LL)
+                usage_error(cmd, "--window takes a duration from 100ms to 30s");
+        } else if (s[0] == '-') {
+            usage_error(cmd, "unknown option '%s'", s);
+        } else if (!a->id) {
+            a->id = s;
+        } else if (!a->link) {
+            a->link = s;
+        } else {
+            usage_error(cmd, "unexpected argument '%s'", s);
+        }
+    }
+    if (!a->id || !a->link)
+        usage_error(cmd, "expected ID NODE.PORT (an instance and one of its output ports)");
+}
+
+int cmd_echo(int argc, char **argv)
+{
+    tap_args a = {0};
+    tap_parse(argc, argv, "echo", &a);
+    catch_signals();
+    long shown = 0;
+    unsigned long long dropped = 0;
+    int rc = EXIT_OK;
+    while (!interrupted && (!a.count || shown < a.count)) {
+        long want = a.count ? a.count - shown : 100;
+        zf_request req = {.version = ZF_PROTOCOL_VERSION,
+                          .op = ZF_OP_ECHO,
+                          .id = a.id,
+                          .link = a.link,
+                          .count = (int)(want > 100 ? 100 : want),
+                          .wait_ms = 2000};
+        zf_config *tree = NULL;
+        const zf_config *r = daemon_call(&a.conn, &req, &tree, &rc);
+        if (!r) {
+            zf_config_free(tree);
+            return interrupted ? EXIT_OK : rc;
+        }
+        const zf_config *items = zf_config_get(r, "items");
+        if (a.conn.json) {
+            char *j = zf_config_to_json(r);
+            printf("%s\n", j ? j : "null");
+            free(j);
+        }
+        for (size_t i = 0; !a.conn.json && i < zf_config_len(items); i++) {
+            const zf_config *it = zf_config_at(items, i);
+            const char *hex = str(it, "head");
+            printf("seq %-8lld t %.6f s  %8lld B  %s  ", num(it, "seq"),
+                   (double)num(it, "timestamp_ns") / 1e9, num(it, "len"), str(r, "type"));
+            for (size_t k = 0; hex[k] && hex[k + 1] && k < 32; k += 2)
+                printf("%c%c%s", hex[k], hex[k + 1], k + 2 < 32 && hex[k + 2] ? " " : "");
+            printf("%s\n", strlen(hex) > 32 ? " ..." : "");
+        }
+        shown += (long)zf_config_len(items);
+        unsigned long long d = (unsigned long long)num(r, "dropped");
+        if (d && !a.conn.json)
+            fprintf(stderr,
+                    "zfctl echo: %llu capsules not shown (the tap fell behind and "
+                    "dropped them; the link was not slowed)\n",
+                    d);
+        dropped += d;
+        bool ended = false;
+        zf_config_bool(r, "ended", false, &ended);
+        fflush(stdout);
+        zf_config_free(tree);
+        if (ended) {
+            fprintf(stderr, "zfctl echo: end of stream on %s\n", a.link);
+            break;
+        }
+    }
+    return EXIT_OK;
+}
+
+int cmd_hz(int argc, char **argv)
+{
+    tap_args a = {0};
+    tap_parse(argc, argv, "hz", &a);
+    catch_signals();
+    int rc = EXIT_OK;
+    for (long n = 0; !interrupted && (!a.count || n < a.count); n++) {
+        zf_request req = {.version = ZF_PROTOCOL_VERSION,
+                          .op = ZF_OP_HZ,
+                          .id = a.id,
+                          .link = a.link,
+                          .wait_ms = (int)(a.window / 1000000)};
+        zf_config *tree = NULL;
+        const zf_config *r = daemon_call(&a.conn, &req, &tree, &rc);
+        if (!r) {
+            zf_config_free(tree);
+            return interrupted ? EXIT_OK : rc;
+        }
+        if (a.conn.json) {
+            char *j = zf_config_to_json(r);
+            printf("%s\n", j ? j : "null");
+            free(j);
+        } else {
+            char b[32];
+            printf("%s: average rate %.3f msgs/s (%s/s)  min %.4f s  max %.4f s  std dev %.5f s  "
+                   "window %lld",
+                   a.link, real(r, "rate"),
+                   fmt_bytes((uint64_t)real(r, "bytes_per_s"), b, sizeof b),
+                   real(r, "min_period_s"), real(r, "max_period_s"), real(r, "std_period_s"),
+                   num(r, "messages"));
+            if (num(r, "dropped"))
+                printf(" (%lld dropped by the tap)", num(r, "dropped"));
+            printf("\n");
+        }
+        fflush(stdout);
+        bool ended = false;
+        zf_config_bool(r, "ended", false, &ended);
+        zf_config_free(tree);
+        if (ended)
+            break;
+    }
+    return EXIT_OK;
+}
+
 /* ---- top ---- */
 
 typedef struct top_args {

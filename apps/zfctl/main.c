@@ -23,6 +23,8 @@ static const struct {
     {"destroy", cmd_daemon, "stop an instance gracefully and print the stop report"},
     {"workers", cmd_daemon, "list the daemons reachable"},
     {"logs", cmd_logs, "an instance's log lines (--node, --level, --grep, --since, --follow)"},
+    {"echo", cmd_echo, "print the capsules leaving an output (NODE.PORT): metadata, first bytes"},
+    {"hz", cmd_hz, "print the rate of an output (NODE.PORT)"},
     {"top", cmd_top, "a live view of the instances, their nodes and links (--once: one screen)"},
 };
 

@@ -65,8 +65,10 @@ int cmd_validate(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 /* deploy, ls, status, start, suspend, resume, destroy, workers */
 int cmd_daemon(int argc, char **argv);
-/* logs, top (cmd_ops.c) */
+/* logs, top, echo, hz (cmd_ops.c) */
 int cmd_logs(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+int cmd_echo(int argc, char **argv);
+int cmd_hz(int argc, char **argv);
 
 #endif

@@ -732,6 +732,12 @@ char *zfd_handle(void *arg, const zf_request *req, const zf_peer *peer)
     case ZF_OP_DESTROY:
         resp = destroy(d, e);
         break;
+    case ZF_OP_ECHO:
+        resp = zfd_echo(e->inst, e->uuid, req);
+        break;
+    case ZF_OP_HZ:
+        resp = zfd_hz(e->inst, e->uuid, req);
+        break;
     case ZF_OP_LOGS:
         resp = d->logs ? zfd_logs_query(d->logs, e->uuid, req)
                        : zf_response_error(ZF_ENOTFOUND, "this daemon keeps no logs");

@@ -63,6 +63,10 @@ char *zfd_metrics_text(zfd_daemon *d);
 /* The live page (a NUL-terminated HTML document). */
 extern const char zfd_page_html[];
 
+/* `echo` and `hz` on inst (taps.c): the response text. */
+char *zfd_echo(zf_instance *inst, const char *uuid, const zf_request *req);
+char *zfd_hz(zf_instance *inst, const char *uuid, const zf_request *req);
+
 /* ---- the log store (logs.c, docs/operations.md) ---- */
 
 /* The state directory when --state-dir is not given: /var/lib/zflow for

@@ -101,6 +101,54 @@ typedef struct zf_instance_live {
 ZF_EXPORT zf_err zf_instance_live_get(zf_instance *inst, zf_instance_live **out);
 ZF_EXPORT void zf_instance_live_free(zf_instance_live *l);
 
+/* ------------------------------------------------------------------ */
+/* Taps: watch what passes a link                                      */
+/* ------------------------------------------------------------------ */
+
+/** A read-only observer of one output port's link (zfctl echo, hz,
+ *  record). While a tap is open its link's producer queues, for every
+ *  capsule it sends, a copy of the metadata and first bytes (or, with
+ *  `hold`, a reference to the capsule) in the tap's bounded queue; it never
+ *  waits for the reader: a full queue drops the item and counts it. */
+typedef struct zf_tap zf_tap;
+
+typedef struct zf_tap_options {
+    uint32_t capacity;  /**< items queued; 0: 256 */
+    uint64_t max_bytes; /**< with hold: payload bytes held; 0: 64 MiB */
+    /** Keep a reference to every capsule (to write its payload, as `zfctl
+     *  record` does) instead of a copy of its first bytes. While the tap
+     *  holds it a capsule is shared: a node downstream that asks to write
+     *  it (zf_data_mut) gets a copy. */
+    bool hold;
+} zf_tap_options;
+
+/** What passed the link. */
+typedef struct zf_tap_item {
+    uint64_t seq, timestamp_ns, len; /**< the capsule's metadata */
+    uint8_t head[64];                /**< its first bytes (without hold) */
+    size_t head_len;
+    zf_data *data;           /**< with hold: the capsule; the caller owns this reference */
+    uint64_t dropped_before; /**< the tap's drops before this item */
+} zf_tap_item;
+
+/** Tap the link out of `output` ("node.port", an output port; a fanned-out
+ *  port's capsules are the same on every link). On ZF_OK the caller owns
+ *  *out and closes it with zf_tap_close before the instance is destroyed.
+ *  Errors: ZF_ENOTFOUND (no such output, or it has no link), ZF_EBUSY (the
+ *  link is tapped already: one tap at a time), ZF_ENOMEM. */
+ZF_EXPORT zf_err zf_tap_open(zf_instance *inst, const char *output, const zf_tap_options *opt,
+                             zf_tap **out);
+/** The next item, waiting up to timeout_ns (<0: forever). Errors:
+ *  ZF_ETIMEDOUT, ZF_ECLOSED (end of stream: the link closed, all taken). */
+ZF_EXPORT zf_err zf_tap_next(zf_tap *t, zf_tap_item *out, int64_t timeout_ns);
+/** Items the tap dropped because its reader fell behind. */
+ZF_EXPORT uint64_t zf_tap_dropped(const zf_tap *t);
+/** The port type of the tapped output ("any" when untyped); owned by the
+ *  instance. */
+ZF_EXPORT const char *zf_tap_type(const zf_tap *t);
+/** Detach and free (capsules still queued are released). NULL: no-op. */
+ZF_EXPORT void zf_tap_close(zf_tap *t);
+
 #ifdef __cplusplus
 }
 #endif

@@ -803,6 +803,8 @@ typedef enum zf_op {
     ZF_OP_DESTROY, /**< graceful stop; the stop report */
     ZF_OP_WORKERS, /**< the daemons reachable */
     ZF_OP_LOGS,    /**< an instance's log lines (docs/operations.md) */
+    ZF_OP_ECHO,    /**< capsules passing a link: metadata and first bytes */
+    ZF_OP_HZ,      /**< the rate of a link, measured over a window */
     ZF_OP_COUNT
 } zf_op;
 
@@ -827,7 +829,9 @@ typedef struct zf_request {
     const char *grep;  /**< an extended regular expression the line must match */
     const char *since; /**< a duration: lines of the last D only */
     uint64_t after;    /**< follow: lines after this cursor (0: the history) */
-    int wait_ms;       /**< follow: wait up to this long for a new line (0..30000) */
+    int wait_ms;       /**< logs, echo, hz: wait up to this long (0..30000) */
+    const char *link;  /**< echo, hz: the output tapped, "node.port" */
+    int count;         /**< echo: capsules to show at most (0: 10; up to 1000) */
 } zf_request;
 
 /** Decode a request (JSON text). Every field is checked for presence, kind

@@ -22,7 +22,7 @@ static const char *const op_names[ZF_OP_COUNT] = {
     [ZF_OP_HELLO] = "hello",   [ZF_OP_DEPLOY] = "deploy",   [ZF_OP_LIST] = "list",
     [ZF_OP_STATUS] = "status", [ZF_OP_START] = "start",     [ZF_OP_SUSPEND] = "suspend",
     [ZF_OP_RESUME] = "resume", [ZF_OP_DESTROY] = "destroy", [ZF_OP_WORKERS] = "workers",
-    [ZF_OP_LOGS] = "logs",
+    [ZF_OP_LOGS] = "logs",     [ZF_OP_ECHO] = "echo",       [ZF_OP_HZ] = "hz",
 };
 
 const char *zf_op_name(zf_op op)
@@ -103,7 +103,7 @@ static zf_err str_field(const zf_config *o, const char *key, bool required, size
 static bool needs_id(zf_op op)
 {
     return op == ZF_OP_STATUS || op == ZF_OP_START || op == ZF_OP_SUSPEND || op == ZF_OP_RESUME ||
-           op == ZF_OP_DESTROY || op == ZF_OP_LOGS;
+           op == ZF_OP_DESTROY || op == ZF_OP_LOGS || op == ZF_OP_ECHO || op == ZF_OP_HZ;
 }
 
 /* The fields of `logs`: filters, checked like every string, and the
@@ -123,6 +123,13 @@ static zf_err logs_fields(const zf_config *o, zf_request *r, char *err, size_t e
         return bad(err, errlen, "field 'wait_ms' must be an integer from 0 to 30000");
     r->after = after ? (uint64_t)after->i : 0;
     r->wait_ms = wait ? (int)wait->i : 0;
+    bool tap = r->op == ZF_OP_ECHO || r->op == ZF_OP_HZ;
+    if ((e = str_field(o, "link", tap, MAX_NAME * 2 + 1, false, &r->link, err, errlen)) != ZF_OK)
+        return e;
+    const zf_config *count = zfi_config_member(o, "count");
+    if (count && (count->kind != ZF_CFG_INT || count->i < 0 || count->i > 1000))
+        return bad(err, errlen, "field 'count' must be an integer from 0 to 1000");
+    r->count = count ? (int)count->i : 0;
     return ZF_OK;
 }
 
@@ -131,9 +138,9 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
     const zf_config *o = x->tree;
     if (o->kind != ZF_CFG_MAP)
         return bad(err, errlen, "a request is a JSON object");
-    static const char *const known[] = {"v",    "op",    "id",    "descriptor", "path",
-                                        "name", "vars",  "start", "node",       "level",
-                                        "grep", "since", "after", "wait_ms"};
+    static const char *const known[] = {"v",     "op",      "id",   "descriptor", "path", "name",
+                                        "vars",  "start",   "node", "level",      "grep", "since",
+                                        "after", "wait_ms", "link", "count"};
     for (size_t i = 0; i < o->n; i++) {
         bool ok = false;
         for (size_t k = 0; k < ZFI_ARRAY_LEN(known) && !ok; k++)
@@ -165,7 +172,7 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
     if (x->r.op == ZF_OP_COUNT)
         return bad(err, errlen,
                    "unknown op '%.32s' (expected hello, deploy, list, status, start, suspend, "
-                   "resume, destroy, workers or logs)",
+                   "resume, destroy, workers, logs, echo or hz)",
                    op); /* printable: str_field checked it */
     if ((e = str_field(o, "id", needs_id(x->r.op), MAX_ID, false, &x->r.id, err, errlen)) != ZF_OK)
         return e;
@@ -272,6 +279,9 @@ char *zf_request_encode(const zf_request *r)
         zfi_buf_printf(&b, ",\"after\":%llu", (unsigned long long)r->after);
     if (r->wait_ms)
         zfi_buf_printf(&b, ",\"wait_ms\":%d", r->wait_ms);
+    json_field(&b, "link", r->link);
+    if (r->count)
+        zfi_buf_printf(&b, ",\"count\":%d", r->count);
     zfi_buf_puts(&b, "}");
     return zfi_buf_steal(&b);
 }

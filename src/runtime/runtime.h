@@ -296,7 +296,7 @@ int64_t zfi_lifecycle_bound_ns(const zf_node *n);
 void zfi_abandoned_add(zf_node *n, const char *in, int tid);
 void zfi_abandoned_free_all(zf_runtime *rt);
 
-/* Logging about nodes (oplog.c): the lookup the logger uses to name the
+/* Logging about nodes (ops.c): the lookup the logger uses to name the
  * node whose code runs on a thread. */
 const zfi_log_origin *zfi_node_log_origin(void *node);
 

@@ -457,7 +457,83 @@ ZT_CASE(top_once_and_full_screen_show_the_instance_and_its_nodes)
     stop_zfd();
 }
 
+ZT_CASE(echo_and_hz_through_zfd)
+{
+    ZT_CHECK(start_zfd("echo", NULL));
+    ZT_CHECK(deploy("chat", chatty_flow(0, "10ms")));
+    char *out = NULL;
+    ZT_EQ(ctl(&out, "echo", "chat", "chatty.out", "--count", "5", NULL), 0);
+    ZT_EQ(count_lines(out, "      64 B  any  00 00 00 00"), 5);
+    long long seq[5] = {0};
+    int k = 0;
+    for (const char *p = out; k < 5 && (p = strstr(p, "seq ")); p += 4)
+        seq[k++] = atoll(p + 4);
+    ZT_EQ(k, 5);
+    for (int i = 1; i < 5; i++)
+        ZT_EQ(seq[i], seq[i - 1] + 1); /* consecutive: none dropped at this rate */
+    free(out);
+    ZT_EQ(ctl(&out, "hz", "chat", "chatty.out", "--count", "1", "--window", "2s", NULL), 0);
+    const char *r = strstr(out, "average rate ");
+    double hz = r ? atof(r + 13) : 0;
+    fprintf(stderr, "  %s", out);
+    ZT_CHECK(hz >= 95 && hz <= 105);
+    free(out);
+    ZT_EQ(ctl(&out, "echo", "chat", "sink.in", "--count", "1", NULL), 1); /* an input: refused */
+    ZT_CHECK(strstr(out, "no linked output 'sink.in'"));
+    free(out);
+    stop_zfd();
+}
+
+/* In one process: a tap nobody reads never slows its link; it drops, says
+ * how many, and keeps the first items it could take. */
+ZT_CASE(a_tap_that_falls_behind_drops_and_says_so)
+{
+    zf_runtime *rt = NULL;
+    ZT_EQ(zf_runtime_create(&(zf_runtime_options){.workers = 2}, &rt), ZF_OK);
+    const zt_node ns[] = {{"src", ZT_LIB("gen"), "count: 20000", NULL},
+                          {"sink", ZT_LIB("count"), NULL, NULL}};
+    zf_flow *f = NULL;
+    zf_diag *dg = zf_diag_new();
+    f = zt_flow(zt_chain("tapped", ns, 2, false), NULL, dg, NULL);
+    ZT_CHECK(f);
+    zf_instance *inst = NULL;
+    ZT_EQ(zf_instance_create(rt, f, NULL, dg, &inst), ZF_OK);
+    zf_tap *t = NULL;
+    ZT_EQ(zf_tap_open(inst, "src.out", &(zf_tap_options){.capacity = 8}, &t), ZF_OK);
+    zf_tap *t2 = NULL;
+    ZT_EQ(zf_tap_open(inst, "src.out", NULL, &t2), ZF_EBUSY);
+    ZT_EQ(zf_tap_open(inst, "src.nope", NULL, &t2), ZF_ENOTFOUND);
+    ZT_EQ(zf_instance_start(inst), ZF_OK);
+    ZT_CHECK(zt_wait_callbacks(inst, "sink", 20000, 30000));
+    zf_link_stats ls;
+    ZT_CHECK(zt_link_stats(inst, "sink.in", &ls));
+    ZT_EQ(ls.dequeued, 20000); /* every capsule delivered */
+    ZT_EQ(ls.dropped, 0);
+    ZT_EQ(zf_tap_dropped(t), 20000 - 8);
+    zf_tap_item it;
+    uint64_t last = 0;
+    for (int i = 0; i < 8; i++) {
+        ZT_EQ(zf_tap_next(t, &it, 0), ZF_OK);
+        ZT_CHECK(it.seq > last && it.len == 64 && it.head_len == 64 && !it.data);
+        last = it.seq;
+    }
+    ZT_EQ(zf_tap_next(t, &it, 1000000), ZF_ETIMEDOUT);
+    zf_tap_close(t);
+    /* hold: references to the capsules themselves, released by the reader */
+    zf_stop_report rep;
+    ZT_EQ(zf_tap_open(inst, "src.out", &(zf_tap_options){.hold = true}, &t), ZF_OK);
+    ZT_EQ(zf_instance_stop(inst, &rep), ZF_OK);
+    ZT_EQ(zf_tap_next(t, &it, 1000000000), ZF_ECLOSED); /* the link closed, nothing passed */
+    zf_tap_close(t);
+    ZT_EQ(rep.bytes_leaked, 0);
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+    zf_diag_free(dg);
+    zf_runtime_destroy(rt);
+}
+
 ZT_MAIN(ZT_ENTRY(logs_filters_return_exactly_the_node_lines),
         ZT_ENTRY(follow_sees_a_new_line_within_a_second), ZT_ENTRY(rotation_keeps_the_size_bound),
         ZT_ENTRY(rates_follow_a_100hz_source_and_fall_after_suspend),
-        ZT_ENTRY(top_once_and_full_screen_show_the_instance_and_its_nodes))
+        ZT_ENTRY(top_once_and_full_screen_show_the_instance_and_its_nodes),
+        ZT_ENTRY(echo_and_hz_through_zfd), ZT_ENTRY(a_tap_that_falls_behind_drops_and_says_so))
