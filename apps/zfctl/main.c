@@ -25,6 +25,8 @@ static const struct {
     {"logs", cmd_logs, "an instance's log lines (--node, --level, --grep, --since, --follow)"},
     {"echo", cmd_echo, "print the capsules leaving an output (NODE.PORT): metadata, first bytes"},
     {"hz", cmd_hz, "print the rate of an output (NODE.PORT)"},
+    {"record", cmd_record, "record an instance's outputs into the daemon's recordings folder"},
+    {"replay", cmd_replay, "run a flow with its sources replaced by a recording (FILE FLOW)"},
     {"top", cmd_top, "a live view of the instances, their nodes and links (--once: one screen)"},
 };
 

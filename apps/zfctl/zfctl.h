@@ -70,5 +70,8 @@ int cmd_logs(int argc, char **argv);
 int cmd_top(int argc, char **argv);
 int cmd_echo(int argc, char **argv);
 int cmd_hz(int argc, char **argv);
+/* record (a daemon's instance), replay (in this process) (cmd_record.c) */
+int cmd_record(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
 
 #endif

@@ -599,6 +599,7 @@ static char *destroy(zfd_daemon *d, entry *e)
         return zf_response_error(ZF_ESTATE, "instance %s is already being destroyed", e->uuid);
     zf_stop_report r;
     zf_instance_stop(e->inst, &r);
+    zfd_record_end(e->uuid); /* a recording ends with the drain */
     log_report(e->uuid, e->name, &r);
     if (d->logs)
         zfd_logs_forget(d->logs, e->uuid);
@@ -737,6 +738,9 @@ char *zfd_handle(void *arg, const zf_request *req, const zf_peer *peer)
         break;
     case ZF_OP_HZ:
         resp = zfd_hz(e->inst, e->uuid, req);
+        break;
+    case ZF_OP_RECORD:
+        resp = zfd_record(d, e->inst, e->uuid, req);
         break;
     case ZF_OP_LOGS:
         resp = d->logs ? zfd_logs_query(d->logs, e->uuid, req)

@@ -332,7 +332,8 @@ int main(int argc, char **argv)
                     .allow_descriptor_dir = o.allow_descriptor_dir,
                     .allow_writable = o.allow_writable,
                     .max_instances = o.max_instances ? o.max_instances : 256,
-                    .logs = logs};
+                    .logs = logs,
+                    .state_dir = state_dir};
     pthread_mutex_init(&d.mu, NULL);
     d.lib_paths = calloc(o.n_lib_paths + 1, sizeof *d.lib_paths);
     for (size_t i = 0; i < o.n_lib_paths; i++) {

@@ -26,10 +26,11 @@ typedef struct zfd_daemon {
     pthread_mutex_t mu; /* the instance table */
     entry *list;
     size_t count;
-    uint64_t started_ns;  /* zf_clock_ns at start */
-    const char *socket;   /* for `workers` */
-    atomic_bool stopping; /* SIGTERM or SIGINT received */
-    zfd_logs *logs;       /* the instances' log files (logs.c) */
+    uint64_t started_ns;   /* zf_clock_ns at start */
+    const char *socket;    /* for `workers` */
+    atomic_bool stopping;  /* SIGTERM or SIGINT received */
+    zfd_logs *logs;        /* the instances' log files (logs.c) */
+    const char *state_dir; /* --state-dir (logs, recordings) */
 } zfd_daemon;
 
 /* The request handler (zf_server_handler). */
@@ -66,6 +67,12 @@ extern const char zfd_page_html[];
 /* `echo` and `hz` on inst (taps.c): the response text. */
 char *zfd_echo(zf_instance *inst, const char *uuid, const zf_request *req);
 char *zfd_hz(zf_instance *inst, const char *uuid, const zf_request *req);
+
+/* `record` (record.c): start or stop recording inst into
+ * STATE/recordings/FILE; the response text. zfd_record_end stops the
+ * instance's recording, if any (its destroy, after the drain). */
+char *zfd_record(zfd_daemon *d, zf_instance *inst, const char *uuid, const zf_request *req);
+void zfd_record_end(const char *uuid);
 
 /* ---- the log store (logs.c, docs/operations.md) ---- */
 

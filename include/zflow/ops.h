@@ -149,6 +149,86 @@ ZF_EXPORT const char *zf_tap_type(const zf_tap *t);
 /** Detach and free (capsules still queued are released). NULL: no-op. */
 ZF_EXPORT void zf_tap_close(zf_tap *t);
 
+/* ------------------------------------------------------------------ */
+/* Record and replay (the file format: docs/operations.md)             */
+/* ------------------------------------------------------------------ */
+
+/** Writes the capsules leaving some output ports to a file, streaming. */
+typedef struct zf_recorder zf_recorder;
+
+typedef struct zf_recorder_options {
+    const char *const *outputs; /**< "node.port" outputs; NULL: every linked output */
+    size_t n_outputs;
+    uint64_t max_bytes;    /**< the file's size limit (the recording then ends); 0: none */
+    uint64_t buffer_bytes; /**< payload held while the writer catches up; 0: 256 MiB */
+} zf_recorder_options;
+
+typedef struct zf_recorder_stats {
+    uint64_t records;   /**< capsules written */
+    uint64_t bytes;     /**< the file's size */
+    uint64_t dropped;   /**< capsules the writer could not keep up with (not recorded) */
+    bool limit_reached; /**< max_bytes ended the recording */
+    zf_err error;       /**< a write error (ZF_ESYS), else ZF_OK */
+} zf_recorder_stats;
+
+/** Start recording `inst` into `path` (created or truncated). The
+ *  producers are never slowed: a capsule the writer cannot keep up with is
+ *  dropped from the recording and counted. On ZF_OK the caller owns *out
+ *  and ends it with zf_recorder_stop before destroying the instance.
+ *  Errors: ZF_ENOTFOUND (an output), ZF_EBUSY (already tapped), ZF_ESYS
+ *  (the file), ZF_EINVAL, ZF_ENOMEM. */
+ZF_EXPORT zf_err zf_recorder_start(zf_instance *inst, const char *path,
+                                   const zf_recorder_options *opt, zf_recorder **out);
+/** Stop: write what is queued and the end record, close the file, free r.
+ *  `st` may be NULL. Returns st->error. */
+ZF_EXPORT zf_err zf_recorder_stop(zf_recorder *r, zf_recorder_stats *st);
+
+/** A recording opened for reading (and replaying). */
+typedef struct zf_recording zf_recording;
+
+typedef struct zf_recording_link {
+    const char *output; /**< "node.port" */
+    const char *type;   /**< its port type */
+    uint64_t records, bytes;
+} zf_recording_link;
+
+/** One record's metadata; `offset` is where its payload is in the file. */
+typedef struct zf_record {
+    uint32_t link; /**< index in the recording's links */
+    uint64_t seq, timestamp_ns, len, offset;
+} zf_record;
+
+/** Open and check a whole recording. On ZF_OK the caller owns *out
+ *  (zf_recording_close). A foreign, newer, damaged or truncated file is
+ *  refused: ZF_EPARSE, and zf_last_error names the file and the offset
+ *  ("rec.zfrec: offset 1048624: truncated: ..."); ZF_ENOTFOUND. */
+ZF_EXPORT zf_err zf_recording_open(const char *path, zf_recording **out);
+ZF_EXPORT void zf_recording_close(zf_recording *r);
+/** The recorded flow's name; the links (entry owned by r, valid until the
+ *  next call); the number of records and the time they span. */
+ZF_EXPORT const char *zf_recording_flow(const zf_recording *r);
+ZF_EXPORT size_t zf_recording_link_count(const zf_recording *r);
+ZF_EXPORT const zf_recording_link *zf_recording_link_get(zf_recording *r, size_t i);
+ZF_EXPORT uint64_t zf_recording_count(const zf_recording *r);
+ZF_EXPORT uint64_t zf_recording_duration_ns(const zf_recording *r);
+/** Records in file order: ZF_ECLOSED after the last. Read a payload (len
+ *  bytes into dst) with zf_recording_read. */
+ZF_EXPORT zf_err zf_recording_next(zf_recording *r, zf_record *rec);
+ZF_EXPORT zf_err zf_recording_read(zf_recording *r, const zf_record *rec, void *dst);
+
+/** Replay: give the recording as zf_instance_options.replay; every source
+ *  that produced a recorded link is replaced by a replay source with its
+ *  ports, which sends the recorded capsules (payload and sequence number;
+ *  the timestamp is the time of sending) at the recorded pace times
+ *  `speed`, or as fast as the links take them. Before zf_instance_create.
+ *  ZF_EINVAL for a speed outside (0, 1000]. */
+ZF_EXPORT zf_err zf_recording_set_speed(zf_recording *r, double speed, bool as_fast_as_possible);
+/** Wait until every replay source has sent its last capsule (true) or
+ *  timeout_ns passes (<0: forever). */
+ZF_EXPORT bool zf_recording_wait(zf_recording *r, int64_t timeout_ns);
+/** Capsules replayed so far, and how many were sent more than 5 ms late. */
+ZF_EXPORT void zf_recording_replayed(const zf_recording *r, uint64_t *sent, uint64_t *late);
+
 #ifdef __cplusplus
 }
 #endif

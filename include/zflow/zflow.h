@@ -683,6 +683,10 @@ typedef struct zf_instance_options {
      *  process's user could change (zf_code_path_check refuses it by
      *  default). */
     bool allow_writable_code;
+    /** Replay this recording (zflow/ops.h, zf_recording_open): the sources
+     *  that produced its links are replaced by replay sources. NULL: none.
+     *  Not owned: it must outlive the instance. */
+    struct zf_recording *replay;
 } zf_instance_options;
 
 /** Whether `path` (absolute, a file or a folder) and every folder above it
@@ -805,6 +809,7 @@ typedef enum zf_op {
     ZF_OP_LOGS,    /**< an instance's log lines (docs/operations.md) */
     ZF_OP_ECHO,    /**< capsules passing a link: metadata and first bytes */
     ZF_OP_HZ,      /**< the rate of a link, measured over a window */
+    ZF_OP_RECORD,  /**< start (start: true) or stop recording an instance's outputs */
     ZF_OP_COUNT
 } zf_op;
 
@@ -824,14 +829,16 @@ typedef struct zf_request {
     size_t n_vars;
     bool start; /**< deploy: start at once (default true) */
     /* logs (docs/operations.md): filters, and a cursor to follow */
-    const char *node;  /**< only this node's lines (NULL: every line) */
-    const char *level; /**< at most this verbose ("error" ... "trace") */
-    const char *grep;  /**< an extended regular expression the line must match */
-    const char *since; /**< a duration: lines of the last D only */
-    uint64_t after;    /**< follow: lines after this cursor (0: the history) */
-    int wait_ms;       /**< logs, echo, hz: wait up to this long (0..30000) */
-    const char *link;  /**< echo, hz: the output tapped, "node.port" */
-    int count;         /**< echo: capsules to show at most (0: 10; up to 1000) */
+    const char *node;   /**< only this node's lines (NULL: every line) */
+    const char *level;  /**< at most this verbose ("error" ... "trace") */
+    const char *grep;   /**< an extended regular expression the line must match */
+    const char *since;  /**< a duration: lines of the last D only */
+    uint64_t after;     /**< follow: lines after this cursor (0: the history) */
+    int wait_ms;        /**< logs, echo, hz: wait up to this long (0..30000) */
+    const char *link;   /**< echo, hz: the output tapped, "node.port" */
+    int count;          /**< echo: capsules to show at most (0: 10; up to 1000) */
+    const char *file;   /**< record: the recording's file name (in the daemon's folder) */
+    uint64_t max_bytes; /**< record: the file's size limit (0: none) */
 } zf_request;
 
 /** Decode a request (JSON text). Every field is checked for presence, kind

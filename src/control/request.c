@@ -23,6 +23,7 @@ static const char *const op_names[ZF_OP_COUNT] = {
     [ZF_OP_STATUS] = "status", [ZF_OP_START] = "start",     [ZF_OP_SUSPEND] = "suspend",
     [ZF_OP_RESUME] = "resume", [ZF_OP_DESTROY] = "destroy", [ZF_OP_WORKERS] = "workers",
     [ZF_OP_LOGS] = "logs",     [ZF_OP_ECHO] = "echo",       [ZF_OP_HZ] = "hz",
+    [ZF_OP_RECORD] = "record",
 };
 
 const char *zf_op_name(zf_op op)
@@ -103,7 +104,8 @@ static zf_err str_field(const zf_config *o, const char *key, bool required, size
 static bool needs_id(zf_op op)
 {
     return op == ZF_OP_STATUS || op == ZF_OP_START || op == ZF_OP_SUSPEND || op == ZF_OP_RESUME ||
-           op == ZF_OP_DESTROY || op == ZF_OP_LOGS || op == ZF_OP_ECHO || op == ZF_OP_HZ;
+           op == ZF_OP_DESTROY || op == ZF_OP_LOGS || op == ZF_OP_ECHO || op == ZF_OP_HZ ||
+           op == ZF_OP_RECORD;
 }
 
 /* The fields of `logs`: filters, checked like every string, and the
@@ -124,12 +126,18 @@ static zf_err logs_fields(const zf_config *o, zf_request *r, char *err, size_t e
     r->after = after ? (uint64_t)after->i : 0;
     r->wait_ms = wait ? (int)wait->i : 0;
     bool tap = r->op == ZF_OP_ECHO || r->op == ZF_OP_HZ;
-    if ((e = str_field(o, "link", tap, MAX_NAME * 2 + 1, false, &r->link, err, errlen)) != ZF_OK)
+    if ((e = str_field(o, "link", tap, MAX_PATH, false, &r->link, err, errlen)) != ZF_OK)
         return e;
     const zf_config *count = zfi_config_member(o, "count");
     if (count && (count->kind != ZF_CFG_INT || count->i < 0 || count->i > 1000))
         return bad(err, errlen, "field 'count' must be an integer from 0 to 1000");
     r->count = count ? (int)count->i : 0;
+    if ((e = str_field(o, "file", false, 255, false, &r->file, err, errlen)) != ZF_OK)
+        return e;
+    const zf_config *mb = zfi_config_member(o, "max_bytes");
+    if (mb && (mb->kind != ZF_CFG_INT || mb->i < 0))
+        return bad(err, errlen, "field 'max_bytes' must be an integer >= 0");
+    r->max_bytes = mb ? (uint64_t)mb->i : 0;
     return ZF_OK;
 }
 
@@ -172,7 +180,7 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
     if (x->r.op == ZF_OP_COUNT)
         return bad(err, errlen,
                    "unknown op '%.32s' (expected hello, deploy, list, status, start, suspend, "
-                   "resume, destroy, workers, logs, echo or hz)",
+                   "resume, destroy, workers, logs, echo, hz or record)",
                    op); /* printable: str_field checked it */
     if ((e = str_field(o, "id", needs_id(x->r.op), MAX_ID, false, &x->r.id, err, errlen)) != ZF_OK)
         return e;
@@ -269,7 +277,7 @@ char *zf_request_encode(const zf_request *r)
         }
         zfi_buf_puts(&b, "]");
     }
-    if (r->op == ZF_OP_DEPLOY)
+    if (r->op == ZF_OP_DEPLOY || r->op == ZF_OP_RECORD)
         zfi_buf_printf(&b, ",\"start\":%s", r->start ? "true" : "false");
     json_field(&b, "node", r->node);
     json_field(&b, "level", r->level);
@@ -282,6 +290,9 @@ char *zf_request_encode(const zf_request *r)
     json_field(&b, "link", r->link);
     if (r->count)
         zfi_buf_printf(&b, ",\"count\":%d", r->count);
+    json_field(&b, "file", r->file);
+    if (r->max_bytes)
+        zfi_buf_printf(&b, ",\"max_bytes\":%llu", (unsigned long long)r->max_bytes);
     zfi_buf_puts(&b, "}");
     return zfi_buf_steal(&b);
 }

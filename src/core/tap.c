@@ -32,7 +32,8 @@ struct zfi_tap {
     bool hold;
     _Atomic uint64_t dropped;
     _Atomic uint32_t ended;
-    zfi_evc evc; /* the reader waits here */
+    zfi_evc evc;              /* the reader waits here */
+    _Atomic(zfi_evc *) extra; /* and a reader of several taps, here */
 };
 
 zfi_tap *zfi_tap_new(uint32_t capacity, uint64_t max_bytes, bool hold)
@@ -97,12 +98,23 @@ void zfi_tap_offer(zfi_tap *t, zf_data *c)
     pthread_mutex_unlock(&t->mu);
     atomic_thread_fence(memory_order_seq_cst); /* the item, then the waiter count */
     zfi_evc_notify(&t->evc);
+    zfi_evc *also = atomic_load_explicit(&t->extra, memory_order_acquire);
+    if (also)
+        zfi_evc_notify(also);
 }
 
 void zfi_tap_end(zfi_tap *t)
 {
     atomic_store(&t->ended, 1);
     zfi_evc_notify(&t->evc);
+    zfi_evc *also = atomic_load_explicit(&t->extra, memory_order_acquire);
+    if (also)
+        zfi_evc_notify(also);
+}
+
+void zfi_tap_set_notify(zfi_tap *t, zfi_evc *e)
+{
+    atomic_store_explicit(&t->extra, e, memory_order_release);
 }
 
 /* One item out, or false when none. */

@@ -7,6 +7,7 @@
 #define ZFI_TAP_H
 
 #include "core/common.h"
+#include "core/futex.h"
 
 typedef struct zfi_tap zfi_tap;
 
@@ -23,6 +24,9 @@ void zfi_tap_end(zfi_tap *t);
  * caller's), waiting up to timeout_ns (<0: forever). ZF_ETIMEDOUT,
  * ZF_ECLOSED (ended and empty). */
 zf_err zfi_tap_next(zfi_tap *t, zf_tap_item *out, int64_t timeout_ns);
+/* Also notify e after each item (a reader of several taps waits on one
+ * eventcount). Set before the tap is attached. */
+void zfi_tap_set_notify(zfi_tap *t, zfi_evc *e);
 /* Items dropped so far. */
 uint64_t zfi_tap_dropped(const zfi_tap *t);
 

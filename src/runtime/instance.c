@@ -123,8 +123,11 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
                             "use isolation: thread",
                             nd->id);
     }
-    zf_err err = zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
-                               inst->allow_writable_code, &n->lib, diag);
+    bool replaced = false;
+    zf_err err = inst->replay ? zfi_replay_load(inst->replay, nd, &n->lib, &replaced, diag) : ZF_OK;
+    if (err == ZF_OK && !replaced)
+        err = zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
+                            inst->allow_writable_code, &n->lib, diag);
     if (err != ZF_OK) {
         free(n);
         return err;
@@ -392,6 +395,7 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     }
     inst->n_nodes = f->n_nodes;
     inst->allow_writable_code = opt && opt->allow_writable_code;
+    inst->replay = opt ? opt->replay : NULL;
     if (opt && opt->n_code_dirs && opt->code_dirs) {
         inst->code_dirs = zfi_calloc(opt->n_code_dirs, sizeof *inst->code_dirs);
         for (size_t i = 0; inst->code_dirs && i < opt->n_code_dirs; i++)
@@ -402,6 +406,8 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
             goto fail;
         }
     }
+    if (inst->replay && (err = zfi_replay_check(inst->replay, f, diag)) != ZF_OK)
+        goto fail;
     /* Load every node before failing, to report every problem at once. */
     for (size_t i = 0; i < f->n_nodes; i++) {
         zf_err e = new_node(inst, i, diag, &inst->nodes[i]);

@@ -102,3 +102,8 @@ void zf_tap_close(zf_tap *t)
     zfi_tap_free(t->t);
     free(t);
 }
+
+void zfi_tap_notify_also(zf_tap *t, zfi_evc *e)
+{
+    zfi_tap_set_notify(t->t, e);
+}

@@ -139,6 +139,7 @@ struct zf_instance {
     size_t sinks_left;
     zfi_log_origin origin;          /* whom its log lines are about (node NULL) */
     struct zfi_rates *rates;        /* live figures, sampled by the timer (rates.c) */
+    struct zf_recording *replay;    /* replayed into its sources (record.c), or NULL */
     struct zf_instance *next_in_rt; /* runtime's list (under rt->mu) */
 };
 
@@ -299,6 +300,16 @@ void zfi_abandoned_free_all(zf_runtime *rt);
 /* Logging about nodes (ops.c): the lookup the logger uses to name the
  * node whose code runs on a thread. */
 const zfi_log_origin *zfi_node_log_origin(void *node);
+
+/* A tap's items also notify e (ops.c; the recorder reads several taps). */
+void zfi_tap_notify_also(zf_tap *t, zfi_evc *e);
+/* Replay (record.c): whether node nd produced a link of rec; if so (a
+ * source) *out holds the built-in replay source with nd's ports. */
+zf_err zfi_replay_load(struct zf_recording *rec, const zfi_node *nd, zfi_loaded *out,
+                       bool *replaced, zf_diag *diag);
+
+/* Every output rec recorded exists in f (record.c). */
+zf_err zfi_replay_check(const struct zf_recording *rec, const zf_flow *f, zf_diag *diag);
 
 /* Live figures (rates.c): the timer samples every instance's counters
  * every ZFI_RATES_STEP_NS; readers compute windows from the samples. */
