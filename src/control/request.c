@@ -146,9 +146,9 @@ static zf_err decode(request_impl *x, char *err, size_t errlen)
     const zf_config *o = x->tree;
     if (o->kind != ZF_CFG_MAP)
         return bad(err, errlen, "a request is a JSON object");
-    static const char *const known[] = {"v",     "op",      "id",   "descriptor", "path", "name",
-                                        "vars",  "start",   "node", "level",      "grep", "since",
-                                        "after", "wait_ms", "link", "count"};
+    static const char *const known[] = {
+        "v",     "op",   "id",    "descriptor", "path",    "name", "vars",  "start", "node",
+        "level", "grep", "since", "after",      "wait_ms", "link", "count", "file",  "max_bytes"};
     for (size_t i = 0; i < o->n; i++) {
         bool ok = false;
         for (size_t k = 0; k < ZFI_ARRAY_LEN(known) && !ok; k++)

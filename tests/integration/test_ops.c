@@ -484,6 +484,48 @@ ZT_CASE(echo_and_hz_through_zfd)
     stop_zfd();
 }
 
+ZT_CASE(zfd_records_into_its_folder)
+{
+    ZT_CHECK(start_zfd("rec", NULL));
+    const char *id = deploy("chat", chatty_flow(0, "10ms"));
+    ZT_CHECK(id);
+    char uuid[64];
+    snprintf(uuid, sizeof uuid, "%s", id);
+    char *out = NULL;
+    ZT_EQ(ctl(&out, "record", "chat", "-o", "chat.zfrec", "--links", "chatty.out", "--duration",
+              "1s", NULL),
+          0);
+    fprintf(stderr, "  %s", out);
+    const char *p = strstr(out, "recorded ");
+    long long n = p ? atoll(p + 9) : 0;
+    ZT_CHECK(n >= 80 && n <= 120);
+    ZT_CHECK(strstr(out, "0 dropped"));
+    free(out);
+    const char *file = zt_fmt("%s/recordings/chat.zfrec", state);
+    zf_recording *r = NULL;
+    ZT_EQ(zf_recording_open(file, &r), ZF_OK);
+    ZT_EQ(zf_recording_count(r), (uint64_t)n);
+    ZT_CHECK(!strcmp(zf_recording_link_get(r, 0)->output, "chatty.out"));
+    zf_recording_close(r);
+    /* only a plain name, in the daemon's own folder */
+    ZT_EQ(ctl(&out, "record", "chat", "-o", "../escape.zfrec", NULL), 1);
+    ZT_CHECK(strstr(out, "plain file name"));
+    free(out);
+    ZT_EQ(ctl(&out, "record", "chat", "--stop", NULL), 1);
+    ZT_CHECK(strstr(out, "is not being recorded"));
+    free(out);
+    /* a recording without --duration ends with the instance's destroy */
+    ZT_EQ(ctl(&out, "record", "chat", "-o", "till-destroy.zfrec", NULL), 0);
+    free(out);
+    zt_sleep_ms(300);
+    ZT_EQ(ctl(&out, "destroy", uuid, NULL), 0);
+    free(out);
+    ZT_EQ(zf_recording_open(zt_fmt("%s/recordings/till-destroy.zfrec", state), &r), ZF_OK);
+    ZT_CHECK(zf_recording_count(r) >= 10);
+    zf_recording_close(r);
+    stop_zfd();
+}
+
 /* In one process: a tap nobody reads never slows its link; it drops, says
  * how many, and keeps the first items it could take. */
 ZT_CASE(a_tap_that_falls_behind_drops_and_says_so)
@@ -536,4 +578,5 @@ ZT_MAIN(ZT_ENTRY(logs_filters_return_exactly_the_node_lines),
         ZT_ENTRY(follow_sees_a_new_line_within_a_second), ZT_ENTRY(rotation_keeps_the_size_bound),
         ZT_ENTRY(rates_follow_a_100hz_source_and_fall_after_suspend),
         ZT_ENTRY(top_once_and_full_screen_show_the_instance_and_its_nodes),
-        ZT_ENTRY(echo_and_hz_through_zfd), ZT_ENTRY(a_tap_that_falls_behind_drops_and_says_so))
+        ZT_ENTRY(echo_and_hz_through_zfd), ZT_ENTRY(zfd_records_into_its_folder),
+        ZT_ENTRY(a_tap_that_falls_behind_drops_and_says_so))
