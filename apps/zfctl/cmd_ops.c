@@ -139,9 +139,7 @@ int cmd_logs(int argc, char **argv)
         /* Follow by the UUID: the instance's logs outlive it. */
         snprintf(uuid, sizeof uuid, "%s", str(r, "uuid"));
         req.id = uuid;
-        req.after = (uint64_t)num(r, "cursor");
-        if (!req.after)
-            req.after = 1; /* nothing logged yet: lines from the first on */
+        req.after = (uint64_t)num(r, "cursor"); /* the next line's number */
         req.wait_ms = 10000;
         zf_config_free(tree);
     } while (follow && !interrupted);

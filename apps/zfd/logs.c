@@ -445,7 +445,7 @@ char *zfd_logs_query(zfd_logs *lg, const char *uuid, const zf_request *req)
         /* The history, read under the lock: no line is both in it and
          * after the cursor given back. */
         read_history(lg, uuid, &fl, &h);
-        cursor = lg->seq;
+        cursor = lg->seq + 1;
     } else {
         struct timespec until;
         clock_gettime(CLOCK_MONOTONIC, &until);
@@ -455,7 +455,8 @@ char *zfd_logs_query(zfd_logs *lg, const char *uuid, const zf_request *req)
             until.tv_sec++;
             until.tv_nsec -= 1000000000L;
         }
-        uint64_t from = req->after > lg->seq ? lg->seq : req->after;
+        /* The cursor is the number of the next line to give (1 or more). */
+        uint64_t from = req->after - 1 > lg->seq ? lg->seq : req->after - 1;
         for (;;) {
             uint64_t oldest = lg->seq >= RING ? lg->seq - RING + 1 : 1;
             if (from + 1 < oldest) {
@@ -477,7 +478,7 @@ char *zfd_logs_query(zfd_logs *lg, const char *uuid, const zf_request *req)
                 pthread_cond_timedwait(&lg->cv, &lg->mu, &until) == ETIMEDOUT)
                 break;
         }
-        cursor = from;
+        cursor = from + 1;
     }
     pthread_mutex_unlock(&lg->mu);
     if (fl.has_re)
