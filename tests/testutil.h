@@ -128,4 +128,14 @@ int zt_threads(void);
 
 void zt_sleep_ms(int ms);
 
+/* A daemon for a test: zfd started with argv (argv[0] its path; stderr
+ * into log_path), its socket awaited, stopped (SIGTERM, then SIGKILL after
+ * 30 s; *pid 0 after); zfctl ARGS... --socket sock (NULL-terminated), its
+ * output in *out. */
+#include <sys/types.h>
+pid_t zt_zfd_spawn(char *const argv[], const char *log_path);
+bool zt_zfd_wait_socket(const char *sock, int timeout_ms);
+void zt_zfd_stop(pid_t *pid);
+int zt_zfctl(char **out, const char *sock, const char *a0, ...);
+
 #endif

@@ -12,27 +12,6 @@
 #include <termios.h>
 #include <unistd.h>
 
-static const char *str(const zf_config *c, const char *key)
-{
-    const char *s = NULL;
-    zf_config_string(c, key, "", &s);
-    return s ? s : "";
-}
-
-static double real(const zf_config *c, const char *key)
-{
-    double v = 0;
-    zf_config_float(c, key, 0, &v);
-    return v;
-}
-
-static long long num(const zf_config *c, const char *key)
-{
-    int64_t v = 0;
-    zf_config_int(c, key, 0, &v);
-    return (long long)v;
-}
-
 static volatile sig_atomic_t interrupted;
 static void on_signal(int sig)
 {
@@ -50,6 +29,22 @@ static void catch_signals(void)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+}
+
+bool args_daemon(int argc, char **argv, int *i, daemon_conn *c)
+{
+    const char *s = argv[*i];
+    if (!strncmp(s, "--socket", 8)) {
+        c->socket = args_value(argc, argv, i, c->cmd);
+        return true;
+    }
+    if (strcmp(s, "-o") && strncmp(s, "--output", 8))
+        return false;
+    const char *v = args_value(argc, argv, i, c->cmd);
+    if (strcmp(v, "json") && strcmp(v, "table"))
+        usage_error(c->cmd, "-o takes json or table");
+    c->json = !strcmp(v, "json");
+    return true;
 }
 
 /* ---- logs ---- */
@@ -77,13 +72,7 @@ int cmd_logs(int argc, char **argv)
         if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
             logs_help();
             return EXIT_OK;
-        } else if (!strncmp(s, "--socket", 8)) {
-            conn.socket = args_value(argc, argv, &i, "logs");
-        } else if (!strcmp(s, "-o") || !strncmp(s, "--output", 8)) {
-            const char *v = args_value(argc, argv, &i, "logs");
-            if (strcmp(v, "json") && strcmp(v, "table"))
-                usage_error("logs", "-o takes json or table");
-            conn.json = !strcmp(v, "json");
+        } else if (args_daemon(argc, argv, &i, &conn)) {
         } else if (!strncmp(s, "--node", 6)) {
             req.node = args_value(argc, argv, &i, "logs");
         } else if (!strncmp(s, "--level", 7)) {
@@ -127,19 +116,19 @@ int cmd_logs(int argc, char **argv)
             printf("%s\n", j ? j : "null");
             free(j);
         } else {
-            if (num(r, "omitted"))
-                fprintf(stderr, "zfctl logs: %lld older lines not shown\n", num(r, "omitted"));
-            if (num(r, "lost"))
+            if (cfg_num(r, "omitted"))
+                fprintf(stderr, "zfctl logs: %lld older lines not shown\n", cfg_num(r, "omitted"));
+            if (cfg_num(r, "lost"))
                 fprintf(stderr, "zfctl logs: %lld lines lost (this follower fell behind)\n",
-                        num(r, "lost"));
+                        cfg_num(r, "lost"));
             for (size_t i = 0; i < zf_config_len(lines); i++)
                 printf("%s\n", zf_config_text(zf_config_at(lines, i)));
         }
         fflush(stdout);
         /* Follow by the UUID: the instance's logs outlive it. */
-        snprintf(uuid, sizeof uuid, "%s", str(r, "uuid"));
+        snprintf(uuid, sizeof uuid, "%s", cfg_str(r, "uuid"));
         req.id = uuid;
-        req.after = (uint64_t)num(r, "cursor"); /* the next line's number */
+        req.after = (uint64_t)cfg_num(r, "cursor"); /* the next line's number */
         req.wait_ms = 10000;
         zf_config_free(tree);
     } while (follow && !interrupted);
@@ -174,13 +163,7 @@ static void tap_parse(int argc, char **argv, const char *cmd, tap_args *a)
                        "period's min, max and standard deviation; N reports, or until "
                        "interrupted.\n");
             exit(EXIT_OK);
-        } else if (!strncmp(s, "--socket", 8)) {
-            a->conn.socket = args_value(argc, argv, &i, cmd);
-        } else if (!strcmp(s, "-o") || !strncmp(s, "--output", 8)) {
-            const char *v = args_value(argc, argv, &i, cmd);
-            if (strcmp(v, "json") && strcmp(v, "table"))
-                usage_error(cmd, "-o takes json or table");
-            a->conn.json = !strcmp(v, "json");
+        } else if (args_daemon(argc, argv, &i, &a->conn)) {
         } else if (!strncmp(s, "--count", 7)) {
             const char *v = args_value(argc, argv, &i, cmd);
             char *end = NULL;
@@ -236,15 +219,16 @@ int cmd_echo(int argc, char **argv)
         }
         for (size_t i = 0; !a.conn.json && i < zf_config_len(items); i++) {
             const zf_config *it = zf_config_at(items, i);
-            const char *hex = str(it, "head");
-            printf("seq %-8lld t %.6f s  %8lld B  %s  ", num(it, "seq"),
-                   (double)num(it, "timestamp_ns") / 1e9, num(it, "len"), str(r, "type"));
+            const char *hex = cfg_str(it, "head");
+            printf("seq %-8lld t %.6f s  %8lld B  %s  ", cfg_num(it, "seq"),
+                   (double)cfg_num(it, "timestamp_ns") / 1e9, cfg_num(it, "len"),
+                   cfg_str(r, "type"));
             for (size_t k = 0; hex[k] && hex[k + 1] && k < 32; k += 2)
                 printf("%c%c%s", hex[k], hex[k + 1], k + 2 < 32 && hex[k + 2] ? " " : "");
             printf("%s\n", strlen(hex) > 32 ? " ..." : "");
         }
         shown += (long)zf_config_len(items);
-        unsigned long long d = (unsigned long long)num(r, "dropped");
+        unsigned long long d = (unsigned long long)cfg_num(r, "dropped");
         if (d && !a.conn.json)
             fprintf(stderr,
                     "zfctl echo: %llu capsules not shown (the tap fell behind and "
@@ -289,12 +273,12 @@ int cmd_hz(int argc, char **argv)
             char b[32];
             printf("%s: average rate %.3f msgs/s (%s/s)  min %.4f s  max %.4f s  std dev %.5f s  "
                    "window %lld",
-                   a.link, real(r, "rate"),
-                   fmt_bytes((uint64_t)real(r, "bytes_per_s"), b, sizeof b),
-                   real(r, "min_period_s"), real(r, "max_period_s"), real(r, "std_period_s"),
-                   num(r, "messages"));
-            if (num(r, "dropped"))
-                printf(" (%lld dropped by the tap)", num(r, "dropped"));
+                   a.link, cfg_real(r, "rate"),
+                   fmt_bytes((uint64_t)cfg_real(r, "bytes_per_s"), b, sizeof b),
+                   cfg_real(r, "min_period_s"), cfg_real(r, "max_period_s"),
+                   cfg_real(r, "std_period_s"), cfg_num(r, "messages"));
+            if (cfg_num(r, "dropped"))
+                printf(" (%lld dropped by the tap)", cfg_num(r, "dropped"));
             printf("\n");
         }
         fflush(stdout);
@@ -341,16 +325,16 @@ static int cmp_instances(const void *a, const void *b)
     double d = 0;
     switch (sort_by->sort) {
     case 1:
-        d = real(y, "cpu_1s") - real(x, "cpu_1s");
+        d = cfg_real(y, "cpu_1s") - cfg_real(x, "cpu_1s");
         break;
     case 2:
-        d = real(y, "mem_bytes") - real(x, "mem_bytes");
+        d = cfg_real(y, "mem_bytes") - cfg_real(x, "mem_bytes");
         break;
     case 3:
-        d = real(y, "uptime_s") - real(x, "uptime_s");
+        d = cfg_real(y, "uptime_s") - cfg_real(x, "uptime_s");
         break;
     default:
-        return strcmp(str(x, "name"), str(y, "name"));
+        return strcmp(cfg_str(x, "name"), cfg_str(y, "name"));
     }
     return d < 0 ? -1 : d > 0;
 }
@@ -371,29 +355,30 @@ static void render(FILE *out, const top_args *a, const zf_config *list, const zf
     for (size_t i = 0; i < n; i++) {
         const zf_config *e = order[i];
         fprintf(out, "%s%-36s  %-16.16s %-10.10s %2lld/%-2lld %7.0fs %5.1f%% %9s%s\n",
-                i == picked && tty ? inv : "", str(e, "uuid"), str(e, "name"), str(e, "status"),
-                num(e, "nodes_running"), num(e, "nodes"), real(e, "uptime_s"),
-                100.0 * real(e, "cpu_1s"), bytes(real(e, "mem_bytes"), b1, sizeof b1),
-                i == picked && tty ? off : "");
+                i == picked && tty ? inv : "", cfg_str(e, "uuid"), cfg_str(e, "name"),
+                cfg_str(e, "status"), cfg_num(e, "nodes_running"), cfg_num(e, "nodes"),
+                cfg_real(e, "uptime_s"), 100.0 * cfg_real(e, "cpu_1s"),
+                bytes(cfg_real(e, "mem_bytes"), b1, sizeof b1), i == picked && tty ? off : "");
     }
     if (!st)
         return;
     fprintf(out,
             "\n%s%s (%s)%s  %s, pool %s in use (%lld capsules), CPU %.1f%% (1 s), %.1f%% (10 s)\n",
-            bold, str(st, "name"), str(st, "uuid"), off, str(st, "status"),
-            bytes(real(zf_config_get(st, "pool"), "bytes_in_use"), b1, sizeof b1),
-            num(zf_config_get(st, "pool"), "held_capsules"), 100.0 * real(st, "cpu_1s"),
-            100.0 * real(st, "cpu_10s"));
+            bold, cfg_str(st, "name"), cfg_str(st, "uuid"), off, cfg_str(st, "status"),
+            bytes(cfg_real(zf_config_get(st, "pool"), "bytes_in_use"), b1, sizeof b1),
+            cfg_num(zf_config_get(st, "pool"), "held_capsules"), 100.0 * cfg_real(st, "cpu_1s"),
+            100.0 * cfg_real(st, "cpu_10s"));
     fprintf(out, "%s  %-22s %-9s %-10s %10s %10s %10s %7s %6s%s\n", bold, "NODE", "KIND", "STATE",
             "IN/S", "OUT/S", "OUT B/S", "CPU", "HELD", off);
     const zf_config *nodes = zf_config_get(st, "nodes");
     for (size_t i = 0; i < zf_config_len(nodes); i++) {
         const zf_config *nd = zf_config_at(nodes, i);
-        fprintf(out, "  %-22.22s %-9s %-10s %10s %10s %10s %6.1f%% %6lld\n", str(nd, "id"),
-                str(nd, "kind"), str(nd, "state"), rate(real(nd, "in_msgs_1s"), b1, sizeof b1),
-                rate(real(nd, "out_msgs_1s"), b2, sizeof b2),
-                rate(real(nd, "out_bytes_1s"), b3, sizeof b3), 100.0 * real(nd, "cpu_1s"),
-                num(nd, "held"));
+        fprintf(out, "  %-22.22s %-9s %-10s %10s %10s %10s %6.1f%% %6lld\n", cfg_str(nd, "id"),
+                cfg_str(nd, "kind"), cfg_str(nd, "state"),
+                rate(cfg_real(nd, "in_msgs_1s"), b1, sizeof b1),
+                rate(cfg_real(nd, "out_msgs_1s"), b2, sizeof b2),
+                rate(cfg_real(nd, "out_bytes_1s"), b3, sizeof b3), 100.0 * cfg_real(nd, "cpu_1s"),
+                cfg_num(nd, "held"));
     }
     fprintf(out, "%s  %-26s %-26s %9s %9s %10s %5s %5s %8s%s\n", bold, "FROM", "TO", "MSGS/S",
             "10S", "BYTES/S", "DEPTH", "CAP", "DROPPED", off);
@@ -401,11 +386,11 @@ static void render(FILE *out, const top_args *a, const zf_config *list, const zf
     for (size_t i = 0; i < zf_config_len(links); i++) {
         const zf_config *l = zf_config_at(links, i);
         char b4[32];
-        fprintf(out, "  %-26.26s %-26.26s %9s %9s %10s %5lld %5lld %8lld\n", str(l, "from"),
-                str(l, "to"), rate(real(l, "in_msgs_1s"), b1, sizeof b1),
-                rate(real(l, "in_msgs_10s"), b2, sizeof b2),
-                rate(real(l, "in_bytes_1s"), b4, sizeof b4), num(l, "depth"), num(l, "capacity"),
-                num(l, "dropped"));
+        fprintf(out, "  %-26.26s %-26.26s %9s %9s %10s %5lld %5lld %8lld\n", cfg_str(l, "from"),
+                cfg_str(l, "to"), rate(cfg_real(l, "in_msgs_1s"), b1, sizeof b1),
+                rate(cfg_real(l, "in_msgs_10s"), b2, sizeof b2),
+                rate(cfg_real(l, "in_bytes_1s"), b4, sizeof b4), cfg_num(l, "depth"),
+                cfg_num(l, "capacity"), cfg_num(l, "dropped"));
     }
 }
 
@@ -429,8 +414,9 @@ static bool top_once(top_args *a, FILE *out, bool tty, int *picked, int *rc, int
         qsort(order, n, sizeof *order, cmp_instances);
     int p = -1;
     for (size_t i = 0; order && a->id && i < n; i++)
-        if (!strcmp(str(order[i], "uuid"), a->id) || !strcmp(str(order[i], "name"), a->id) ||
-            !strncmp(str(order[i], "uuid"), a->id, strlen(a->id)))
+        if (!strcmp(cfg_str(order[i], "uuid"), a->id) ||
+            !strcmp(cfg_str(order[i], "name"), a->id) ||
+            !strncmp(cfg_str(order[i], "uuid"), a->id, strlen(a->id)))
             p = (int)i;
     if (p < 0)
         p = *picked >= 0 && (size_t)*picked < n ? *picked : 0;
@@ -443,7 +429,7 @@ static bool top_once(top_args *a, FILE *out, bool tty, int *picked, int *rc, int
     const zf_config *st = NULL;
     static char id[64];
     if (n && order) {
-        snprintf(id, sizeof id, "%s", str(order[p], "uuid"));
+        snprintf(id, sizeof id, "%s", cfg_str(order[p], "uuid"));
         a->id = id;
         zf_request sr = {.version = ZF_PROTOCOL_VERSION, .op = ZF_OP_STATUS, .id = id};
         int src = 0;
@@ -492,8 +478,7 @@ int cmd_top(int argc, char **argv)
                    "up/down (j/k) pick an instance, s changes the order, q quits.\n"
                    "--once prints one screen as plain text and exits (for scripts).\n");
             return EXIT_OK;
-        } else if (!strncmp(s, "--socket", 8)) {
-            a.conn.socket = args_value(argc, argv, &i, "top");
+        } else if (args_daemon(argc, argv, &i, &a.conn)) {
         } else if (!strcmp(s, "--once")) {
             a.once = true;
         } else if (!strncmp(s, "--sort", 6)) {

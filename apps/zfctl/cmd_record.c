@@ -8,20 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-static const char *str(const zf_config *c, const char *key)
-{
-    const char *s = NULL;
-    zf_config_string(c, key, "", &s);
-    return s ? s : "";
-}
-
-static long long num(const zf_config *c, const char *key)
-{
-    int64_t v = 0;
-    zf_config_int(c, key, 0, &v);
-    return (long long)v;
-}
-
 static void record_help(void)
 {
     printf("usage: zfctl record ID -o NAME [--links A.out,B.out] [--duration D] [--max-size SIZE]\n"
@@ -45,12 +31,12 @@ static int record_call(const daemon_conn *c, zf_request *req, bool json)
         printf("%s\n", j ? j : "null");
         free(j);
     } else if (r && req->start) {
-        printf("recording %s to %s\n", str(r, "uuid"), str(r, "path"));
+        printf("recording %s to %s\n", cfg_str(r, "uuid"), cfg_str(r, "path"));
     } else if (r) {
-        printf("recorded %lld capsules (%lld bytes) to %s; %lld dropped%s\n", num(r, "records"),
-               num(r, "bytes"), str(r, "path"), num(r, "dropped"),
-               !strcmp(str(r, "limit_reached"), "true") ? " (size limit reached)" : "");
-        if (num(r, "dropped"))
+        printf("recorded %lld capsules (%lld bytes) to %s; %lld dropped%s\n", cfg_num(r, "records"),
+               cfg_num(r, "bytes"), cfg_str(r, "path"), cfg_num(r, "dropped"),
+               !strcmp(cfg_str(r, "limit_reached"), "true") ? " (size limit reached)" : "");
+        if (cfg_num(r, "dropped"))
             rc = EXIT_FAIL; /* the recording has gaps */
     }
     zf_config_free(tree);

@@ -186,3 +186,24 @@ void print_report(FILE *out, const zf_stop_report *r)
     fprintf(out, "bytes still held in the pool: %llu%s\n", (unsigned long long)r->bytes_leaked,
             r->bytes_leaked ? " (LEAKED)" : " (nothing leaked)");
 }
+
+const char *cfg_str(const zf_config *c, const char *key)
+{
+    const char *s = NULL;
+    zf_config_string(c, key, "", &s);
+    return s ? s : "";
+}
+
+long long cfg_num(const zf_config *c, const char *key)
+{
+    int64_t v = 0;
+    zf_config_int(c, key, 0, &v);
+    return (long long)v;
+}
+
+double cfg_real(const zf_config *c, const char *key)
+{
+    double v = 0;
+    zf_config_float(c, key, 0, &v);
+    return v;
+}

@@ -39,6 +39,12 @@ zf_flow *load_flow(const flow_args *fa);
 /* Print diagnostics to stderr ("file:line:col: error: field: message"). */
 void print_diag(const zf_diag *d);
 
+/* Members of a daemon's answer: a string ("" when absent), an integer, a
+ * number (0 when absent). */
+const char *cfg_str(const zf_config *c, const char *key);
+long long cfg_num(const zf_config *c, const char *key);
+double cfg_real(const zf_config *c, const char *key);
+
 /* Human-readable sizes and durations. */
 const char *fmt_bytes(uint64_t b, char *buf, size_t n);
 const char *fmt_ns(uint64_t ns, char *buf, size_t n);
@@ -59,6 +65,9 @@ typedef struct daemon_conn {
  * by *tree), or NULL after printing the error and setting *rc
  * (cmd_daemon.c). */
 const zf_config *daemon_call(const daemon_conn *c, zf_request *req, zf_config **tree, int *rc);
+/* Consume --socket PATH or -o json|table at argv[*i] into c; true if it
+ * was one (cmd_ops.c). */
+bool args_daemon(int argc, char **argv, int *i, daemon_conn *c);
 
 int cmd_run(int argc, char **argv);
 int cmd_validate(int argc, char **argv);

@@ -25,6 +25,16 @@ static char *tap_error(zf_err e, const char *link)
     return zf_response_error(e, "%s: %s", link, zf_last_error());
 }
 
+/* The next item before t0 + wait; false at the end of the wait or of the
+ * stream (*ended). */
+static bool next_before(zf_tap *t, uint64_t t0, int64_t wait, zf_tap_item *it, bool *ended)
+{
+    int64_t left = wait - (int64_t)(zf_clock_ns() - t0);
+    zf_err e = left > 0 ? zf_tap_next(t, it, left) : ZF_ETIMEDOUT;
+    *ended = e == ZF_ECLOSED;
+    return e == ZF_OK;
+}
+
 char *zfd_echo(zf_instance *inst, const char *uuid, const zf_request *req)
 {
     zf_tap *t = NULL;
@@ -42,14 +52,8 @@ char *zfd_echo(zf_instance *inst, const char *uuid, const zf_request *req)
     jw_str(&w, "type", zf_tap_type(t));
     jw_arr(&w, "items");
     bool ended = false;
-    for (int n = 0; n < want;) {
-        int64_t left = wait - (int64_t)(zf_clock_ns() - t0);
-        zf_tap_item it;
-        e = left > 0 ? zf_tap_next(t, &it, left) : ZF_ETIMEDOUT;
-        if (e != ZF_OK) {
-            ended = e == ZF_ECLOSED;
-            break;
-        }
+    zf_tap_item it;
+    for (int n = 0; n < want && next_before(t, t0, wait, &it, &ended);) {
         char hex[2 * sizeof it.head + 1];
         for (size_t k = 0; k < it.head_len; k++)
             snprintf(hex + 2 * k, 3, "%02x", it.head[k]);
@@ -80,14 +84,8 @@ char *zfd_hz(zf_instance *inst, const char *uuid, const zf_request *req)
     uint64_t t0 = zf_clock_ns(), first = 0, last = 0, n = 0, bytes = 0;
     double sum = 0, sum2 = 0, lo = 0, hi = 0;
     bool ended = false;
-    for (;;) {
-        int64_t left = wait - (int64_t)(zf_clock_ns() - t0);
-        zf_tap_item it;
-        e = left > 0 ? zf_tap_next(t, &it, left) : ZF_ETIMEDOUT;
-        if (e != ZF_OK) {
-            ended = e == ZF_ECLOSED;
-            break;
-        }
+    zf_tap_item it;
+    while (next_before(t, t0, wait, &it, &ended)) {
         n++;
         bytes += it.len;
         if (n > 1 && it.timestamp_ns >= last) {

@@ -17,15 +17,7 @@ static pid_t zfd_pid;
 
 static void stop_zfd(void)
 {
-    if (zfd_pid > 0) {
-        kill(zfd_pid, SIGTERM);
-        int st;
-        for (int i = 0; i < 3000 && waitpid(zfd_pid, &st, WNOHANG) == 0; i++)
-            zt_sleep_ms(10);
-        kill(zfd_pid, SIGKILL); /* if it did not exit: it is ours */
-        waitpid(zfd_pid, &st, 0);
-        zfd_pid = 0;
-    }
+    zt_zfd_stop(&zfd_pid);
 }
 
 /* zfd with its state in a fresh folder and `extra` options (NULL-ended). */
@@ -47,39 +39,11 @@ static bool start_zfd(const char *tag, const char *const *extra)
     int n = 13;
     for (const char *const *a = extra; a && *a && n < 31; a++)
         argv[n++] = *a;
-    zfd_pid = fork();
-    if (zfd_pid == 0) {
-        FILE *f = freopen(zt_tmp_path(zt_fmt("%s.log", tag)), "w", stderr);
-        (void)f;
-        execv(zfd_bin, (char *const *)argv);
-        _exit(127);
-    }
-    for (int i = 0; i < 500; i++) {
-        zf_client *c = NULL;
-        if (zf_client_connect(sock, &c) == ZF_OK) {
-            zf_client_close(c);
-            return true;
-        }
-        zt_sleep_ms(10);
-    }
-    return false;
+    zfd_pid = zt_zfd_spawn((char *const *)argv, zt_tmp_path(zt_fmt("%s.log", tag)));
+    return zt_zfd_wait_socket(sock, 5000);
 }
 
-/* zfctl ARGS... --socket S (NULL-terminated); its output in *out. */
-static int ctl(char **out, const char *a0, ...)
-{
-    char *argv[32] = {zfctl_bin};
-    int n = 1;
-    va_list ap;
-    va_start(ap, a0);
-    for (const char *a = a0; a && n < 28; a = va_arg(ap, const char *))
-        argv[n++] = (char *)a;
-    va_end(ap);
-    argv[n++] = "--socket";
-    argv[n++] = sock;
-    argv[n] = NULL;
-    return zt_exec(argv, out, 60);
-}
+#define ctl(out, ...) zt_zfctl(out, sock, __VA_ARGS__)
 
 /* Deploy `yaml` (written to a file) as `name`: its UUID (static), or NULL. */
 static const char *deploy(const char *name, const char *yaml)

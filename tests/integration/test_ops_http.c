@@ -16,21 +16,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char zfd_bin[512], zfctl_bin[512], sock[512], nodes[512], zfd_log[512];
+static char zfd_bin[512], sock[512], nodes[512], zfd_log[512];
 static pid_t zfd_pid;
 static unsigned port;
 
 static void stop_zfd(void)
 {
-    if (zfd_pid > 0) {
-        kill(zfd_pid, SIGTERM);
-        int st;
-        for (int i = 0; i < 3000 && waitpid(zfd_pid, &st, WNOHANG) == 0; i++)
-            zt_sleep_ms(10);
-        kill(zfd_pid, SIGKILL);
-        waitpid(zfd_pid, &st, 0);
-        zfd_pid = 0;
-    }
+    zt_zfd_stop(&zfd_pid);
 }
 
 /* zfd --http 127.0.0.1:0; the port it chose, from its log. */
@@ -38,19 +30,26 @@ static bool start_zfd(void)
 {
     atexit(stop_zfd);
     snprintf(zfd_bin, sizeof zfd_bin, "%s/apps/zfd/zfd", zt_build_dir());
-    snprintf(zfctl_bin, sizeof zfctl_bin, "%s/apps/zfctl/zfctl", zt_build_dir());
     snprintf(nodes, sizeof nodes, "%s/tests/nodes", zt_build_dir());
     snprintf(sock, sizeof sock, "%s", zt_tmp_path("http.sock"));
     snprintf(zfd_log, sizeof zfd_log, "%s", zt_tmp_path("http-zfd.log"));
-    zfd_pid = fork();
-    if (zfd_pid == 0) {
-        FILE *f = freopen(zfd_log, "w", stderr);
-        (void)f;
-        execl(zfd_bin, zfd_bin, "--name", "edge_1", "--socket", sock, "--state-dir",
-              zt_tmp_path("http-state"), "--lib-path", nodes, "--workers", "2", "--http",
-              "127.0.0.1:0", "--max-instances", "200", (char *)NULL);
-        _exit(127);
-    }
+    const char *argv[] = {zfd_bin,
+                          "--name",
+                          "edge_1",
+                          "--socket",
+                          sock,
+                          "--state-dir",
+                          zt_tmp_path("http-state"),
+                          "--lib-path",
+                          nodes,
+                          "--workers",
+                          "2",
+                          "--http",
+                          "127.0.0.1:0",
+                          "--max-instances",
+                          "200",
+                          NULL};
+    zfd_pid = zt_zfd_spawn((char *const *)argv, zfd_log);
     for (int i = 0; i < 500 && !port; i++) {
         char buf[8192];
         const char *s = strstr(zt_read_file(zfd_log, buf, sizeof buf), "(port ");
@@ -125,9 +124,8 @@ static const char *deploy(const char *name, const char *period)
             "  - {from: {node: chatty, output: out}, to: {node: sink, input: in}}\n",
             name, nodes, period, nodes);
     fclose(f);
-    char *argv[] = {zfctl_bin, "deploy", (char *)path, "--socket", sock, NULL};
     char *out = NULL;
-    int rc = zt_exec(argv, &out, 30);
+    int rc = zt_zfctl(&out, sock, "deploy", path, NULL);
     if (rc != 0) {
         fprintf(stderr, "  deploy: %s\n", out);
         free(out);
