@@ -501,3 +501,24 @@ int zt_zfctl(char **out, const char *sock, const char *a0, ...)
     argv[n] = NULL;
     return zt_exec(argv, out, 60);
 }
+
+const char *zt_zfd_deploy(const char *sock, const char *name, const char *yaml)
+{
+    static char uuid[64];
+    const char *path = zt_tmp_path(zt_fmt("%s.yaml", name));
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return NULL;
+    fputs(yaml, f);
+    fclose(f);
+    char *out = NULL;
+    int rc = zt_zfctl(&out, sock, "deploy", path, "--name", name, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "  deploy: %s\n", out);
+        free(out);
+        return NULL;
+    }
+    snprintf(uuid, sizeof uuid, "%.36s", out);
+    free(out);
+    return uuid;
+}

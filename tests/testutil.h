@@ -137,5 +137,8 @@ pid_t zt_zfd_spawn(char *const argv[], const char *log_path);
 bool zt_zfd_wait_socket(const char *sock, int timeout_ms);
 void zt_zfd_stop(pid_t *pid);
 int zt_zfctl(char **out, const char *sock, const char *a0, ...);
+/* Deploy `yaml` (written to a file) as `name` through zfctl: its UUID (a
+ * static buffer), or NULL (the error printed). */
+const char *zt_zfd_deploy(const char *sock, const char *name, const char *yaml);
 
 #endif

@@ -45,27 +45,7 @@ static bool start_zfd(const char *tag, const char *const *extra)
 
 #define ctl(out, ...) zt_zfctl(out, sock, __VA_ARGS__)
 
-/* Deploy `yaml` (written to a file) as `name`: its UUID (static), or NULL. */
-static const char *deploy(const char *name, const char *yaml)
-{
-    static char uuid[64];
-    const char *path = zt_tmp_path(zt_fmt("%s.yaml", name));
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return NULL;
-    fputs(yaml, f);
-    fclose(f);
-    char *out = NULL;
-    int rc = ctl(&out, "deploy", path, "--name", name, NULL);
-    if (rc != 0) {
-        fprintf(stderr, "  deploy: %s\n", out);
-        free(out);
-        return NULL;
-    }
-    snprintf(uuid, sizeof uuid, "%.36s", out);
-    free(out);
-    return uuid;
-}
+#define deploy(name, yaml) zt_zfd_deploy(sock, name, yaml)
 
 static const char *chatty_flow(int spam, const char *period)
 {

@@ -103,37 +103,22 @@ static int http(const char *method, const char *path, char **body)
 
 static const char *deploy(const char *name, const char *period)
 {
-    static char uuid[64];
-    const char *path = zt_tmp_path(zt_fmt("%s.yaml", name));
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return NULL;
-    fprintf(f,
-            "name: %s\n"
-            "sources:\n"
-            "  - id: chatty\n"
-            "    library: \"%s/libt_chatty.so\"\n"
-            "    period: %s\n"
-            "    configuration: {tick_every: 0}\n"
-            "    outputs: [out]\n"
-            "sinks:\n"
-            "  - id: sink\n"
-            "    library: \"%s/libt_count.so\"\n"
-            "    inputs: [in]\n"
-            "links:\n"
-            "  - {from: {node: chatty, output: out}, to: {node: sink, input: in}}\n",
-            name, nodes, period, nodes);
-    fclose(f);
-    char *out = NULL;
-    int rc = zt_zfctl(&out, sock, "deploy", path, NULL);
-    if (rc != 0) {
-        fprintf(stderr, "  deploy: %s\n", out);
-        free(out);
-        return NULL;
-    }
-    snprintf(uuid, sizeof uuid, "%.36s", out);
-    free(out);
-    return uuid;
+    return zt_zfd_deploy(sock, name,
+                         zt_fmt("name: %s\n"
+                                "sources:\n"
+                                "  - id: chatty\n"
+                                "    library: \"%s/libt_chatty.so\"\n"
+                                "    period: %s\n"
+                                "    configuration: {tick_every: 0}\n"
+                                "    outputs: [out]\n"
+                                "sinks:\n"
+                                "  - id: sink\n"
+                                "    library: \"%s/libt_count.so\"\n"
+                                "    inputs: [in]\n"
+                                "links:\n"
+                                "  - {from: {node: chatty, output: out}, to: {node: sink, input: "
+                                "in}}\n",
+                                name, nodes, period, nodes));
 }
 
 /* The value of the first sample of `metric` whose labels contain `labels`. */
