@@ -374,10 +374,17 @@ static void read_file(const char *path, const filter *fl, hist *h)
     fclose(f);
 }
 
+typedef struct ranked {
+    char *line;
+    size_t at; /* its place as read: ties keep it */
+} ranked;
+
 static int by_time(const void *a, const void *b)
 {
     /* The fixed-width UTC time first: text order is time order. */
-    return strncmp(*(char *const *)a, *(char *const *)b, 27);
+    const ranked *x = a, *y = b;
+    int c = strncmp(x->line, y->line, 27);
+    return c ? c : (x->at > y->at) - (x->at < y->at);
 }
 
 /* The files of instance uuid's folder that fl selects, oldest generation
@@ -405,9 +412,16 @@ static void read_history(zfd_logs *lg, const char *uuid, const filter *fl, hist 
         if (d)
             closedir(d);
     }
-    /* qsort is not stable: entries of one file keep their order only if
-     * their times differ; ties (same microsecond) are rare and harmless. */
-    qsort(h->lines, h->n, sizeof *h->lines, by_time);
+    /* By time; lines of the same microsecond keep their file order. */
+    ranked *r = h->n > 1 ? malloc(h->n * sizeof *r) : NULL;
+    if (!r)
+        return;
+    for (size_t i = 0; i < h->n; i++)
+        r[i] = (ranked){h->lines[i], i};
+    qsort(r, h->n, sizeof *r, by_time);
+    for (size_t i = 0; i < h->n; i++)
+        h->lines[i] = r[i].line;
+    free(r);
 }
 
 char *zfd_logs_query(zfd_logs *lg, const char *uuid, const zf_request *req)
