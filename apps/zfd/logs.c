@@ -106,8 +106,11 @@ static int mkdir_p(const char *path, mode_t mode)
 char *zfd_default_state_dir(void)
 {
     const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    const char *sd = getenv("STATE_DIRECTORY"); /* systemd's StateDirectory= */
     char buf[4096];
-    if (geteuid() == 0)
+    if (sd && *sd == '/')
+        snprintf(buf, sizeof buf, "%.*s", (int)strcspn(sd, ":"), sd);
+    else if (geteuid() == 0)
         snprintf(buf, sizeof buf, "/var/lib/zflow");
     else if (xdg && *xdg == '/')
         snprintf(buf, sizeof buf, "%s/zflow", xdg);

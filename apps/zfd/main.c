@@ -314,9 +314,13 @@ int main(int argc, char **argv)
     char why[512];
     zfd_logs *logs =
         zfd_logs_open(state_dir, o.log_max, zfd_log_level, o.node_log, why, sizeof why);
-    if (!logs)
+    if (!logs && o.state_dir)
         die("--state-dir %s: %s", state_dir, why);
-    zf_log_set_entry(zfd_logs_entry, logs, o.node_log > zfd_log_level ? o.node_log : zfd_log_level);
+    if (logs)
+        zf_log_set_entry(zfd_logs_entry, logs,
+                         o.node_log > zfd_log_level ? o.node_log : zfd_log_level);
+    else /* the default folder: run, without log files, and say so */
+        zfd_log(ZF_LOG_WARN, "no log files or recordings: %s (give --state-dir DIR)", why);
 
     /* Signals are taken by sigwait below; every thread inherits the mask. */
     sigset_t sigs;

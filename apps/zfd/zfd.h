@@ -76,9 +76,10 @@ void zfd_record_end(const char *uuid);
 
 /* ---- the log store (logs.c, docs/operations.md) ---- */
 
-/* The state directory when --state-dir is not given: /var/lib/zflow for
- * root, else $XDG_STATE_HOME/zflow, ~/.local/state/zflow, or
- * /tmp/zflow-UID/state. The caller frees it. */
+/* The state directory when --state-dir is not given: systemd's
+ * $STATE_DIRECTORY, else /var/lib/zflow for root, else
+ * $XDG_STATE_HOME/zflow, ~/.local/state/zflow, or /tmp/zflow-UID/state.
+ * The caller frees it. */
 char *zfd_default_state_dir(void);
 /* Open (create) STATE/logs; files rotate past max_bytes each. Lines at most
  * stderr_level also go to stderr; lines about an instance at most
