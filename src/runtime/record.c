@@ -100,7 +100,22 @@ struct zf_recorder {
     zfi_evc evc; /* the taps notify it */
     atomic_bool stop;
     pthread_t thread;
+    uint64_t dropped_closed; /* drops counted by taps closed early */
+    bool done;               /* its thread is over (under inst->mu) */
+    struct zf_recorder *next_in_inst;
 };
+
+/* The taps' drops, and close them: every held capsule is released. */
+static void close_taps(zf_recorder *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        if (!r->taps[i])
+            continue;
+        r->dropped_closed += zf_tap_dropped(r->taps[i]);
+        zf_tap_close(r->taps[i]);
+        r->taps[i] = NULL;
+    }
+}
 
 /* Write one item; false on a write error or at the size limit. */
 static bool write_item(zf_recorder *r, uint32_t link, const zf_tap_item *it)
@@ -132,7 +147,7 @@ static void *recorder_main(void *arg)
 {
     zf_recorder *r = arg;
     bool open_links = true, writing = true;
-    while (open_links) {
+    while (open_links && writing) {
         bool any = false;
         open_links = false;
         for (size_t i = 0; i < r->n; i++) {
@@ -146,7 +161,7 @@ static void *recorder_main(void *arg)
             }
             open_links = open_links || e != ZF_ECLOSED;
         }
-        if (!writing || (atomic_load(&r->stop) && !any))
+        if (atomic_load(&r->stop) && !any)
             break;
         if (any || !open_links)
             continue;
@@ -156,7 +171,37 @@ static void *recorder_main(void *arg)
         else
             zfi_evc_wait(&r->evc, key, 100000000); /* also re-checks for closed links */
     }
+    if (!writing)
+        close_taps(r); /* the size limit or a write error: the producers go free */
+    zf_instance *inst = r->inst;
+    pthread_mutex_lock(&inst->mu);
+    r->done = true; /* a stop waiting for its recorders (zfi_recorders_settle) */
+    pthread_cond_broadcast(&inst->cv);
+    pthread_mutex_unlock(&inst->mu);
     return NULL;
+}
+
+void zfi_recorders_settle(zf_instance *inst, int64_t timeout_ns)
+{
+    pthread_mutex_lock(&inst->mu);
+    bool any = inst->recorders != NULL;
+    pthread_mutex_unlock(&inst->mu);
+    if (!any)
+        return;
+    for (size_t i = 0; i < inst->n_links; i++)
+        zf_link_close(inst->links[i]); /* every tap ends */
+    uint64_t until = zf_clock_ns() + (uint64_t)timeout_ns;
+    struct timespec ts = {.tv_sec = (time_t)(until / 1000000000u),
+                          .tv_nsec = (long)(until % 1000000000u)};
+    pthread_mutex_lock(&inst->mu);
+    for (;;) {
+        bool busy = false;
+        for (zf_recorder *r = inst->recorders; r && !busy; r = r->next_in_inst)
+            busy = !r->done;
+        if (!busy || pthread_cond_timedwait(&inst->cv, &inst->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+    pthread_mutex_unlock(&inst->mu);
 }
 
 zf_err zf_recorder_start(zf_instance *inst, const char *path, const zf_recorder_options *o,
@@ -264,6 +309,10 @@ zf_err zf_recorder_start(zf_instance *inst, const char *path, const zf_recorder_
     free(owned);
     free(outs);
     zfi_log_at(&inst->origin, ZF_LOG_INFO, "record", "recording %zu output(s) to %s", r->n, path);
+    pthread_mutex_lock(&inst->mu);
+    r->next_in_inst = inst->recorders;
+    inst->recorders = r;
+    pthread_mutex_unlock(&inst->mu);
     *out = r;
     return ZF_OK;
 fail:
@@ -287,15 +336,21 @@ zf_err zf_recorder_stop(zf_recorder *r, zf_recorder_stats *st)
 {
     if (!r)
         return zfi_error(ZF_EINVAL, "zf_recorder_stop: NULL recorder");
+    pthread_mutex_lock(&r->inst->mu);
+    for (zf_recorder **p = &r->inst->recorders; *p; p = &(*p)->next_in_inst)
+        if (*p == r) {
+            *p = r->next_in_inst;
+            break;
+        }
+    pthread_mutex_unlock(&r->inst->mu);
     atomic_store(&r->stop, true);
     zfi_evc_notify(&r->evc);
     pthread_join(r->thread, NULL);
-    zf_recorder_stats s = {
-        .records = r->records, .bytes = r->written, .limit_reached = r->limit_reached};
-    for (size_t i = 0; i < r->n; i++) {
-        s.dropped += zf_tap_dropped(r->taps[i]);
-        zf_tap_close(r->taps[i]);
-    }
+    close_taps(r);
+    zf_recorder_stats s = {.records = r->records,
+                           .bytes = r->written,
+                           .limit_reached = r->limit_reached,
+                           .dropped = r->dropped_closed};
     zf_err e = r->error;
     if (e == ZF_OK) {
         uint8_t end[REC_BYTES] = {0};

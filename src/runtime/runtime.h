@@ -140,6 +140,7 @@ struct zf_instance {
     zfi_log_origin origin;          /* whom its log lines are about (node NULL) */
     struct zfi_rates *rates;        /* live figures, sampled by the timer (rates.c) */
     struct zf_recording *replay;    /* replayed into its sources (record.c), or NULL */
+    struct zf_recorder *recorders;  /* recording it (record.c; under mu) */
     struct zf_instance *next_in_rt; /* runtime's list (under rt->mu) */
 };
 
@@ -308,6 +309,10 @@ void zfi_tap_notify_also(zf_tap *t, zfi_evc *e);
 zf_err zfi_replay_load(struct zf_recording *rec, const zfi_node *nd, zfi_loaded *out,
                        bool *replaced, zf_diag *diag);
 
+/* At stop, after fini: close every link and wait (up to timeout_ns) for the
+ * recorders of inst to have written and released what they hold, so the
+ * stop report counts no recorded capsule as leaked (record.c). */
+void zfi_recorders_settle(zf_instance *inst, int64_t timeout_ns);
 /* Every output rec recorded exists in f (record.c). */
 zf_err zfi_replay_check(const struct zf_recording *rec, const zf_flow *f, zf_diag *diag);
 

@@ -328,6 +328,7 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     remove_from_runtime(inst);
     for (size_t i = 0; i < inst->n_links; i++)
         zfi_link_flush(inst->links[i]);
+    zfi_recorders_settle(inst, inst->drain_timeout_ns);
     after = totals(inst);
     r.dropped = after.dropped;
     r.dropped_in_drain = after.dropped - before.dropped;
