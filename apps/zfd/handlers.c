@@ -323,10 +323,14 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
         resp = name_refused(name, other);
         goto out;
     }
+    char rdir[PATH_MAX]; /* `record:` links write there, plain names only */
+    snprintf(rdir, sizeof rdir, "%s/recordings", d->state_dir);
+    mkdir(rdir, 0750);
     zf_instance_options io = {.name = req->name,
                               .code_dirs = fo.include_dirs,
                               .n_code_dirs = fo.n_include_dirs,
-                              .allow_writable_code = d->allow_writable};
+                              .allow_writable_code = d->allow_writable,
+                              .record_dir = rdir};
     zf_instance *inst = NULL;
     e = zf_instance_create(d->rt, f, &io, dg, &inst);
     if (e != ZF_OK) {

@@ -687,6 +687,10 @@ typedef struct zf_instance_options {
      *  that produced its links are replaced by replay sources. NULL: none.
      *  Not owned: it must outlive the instance. */
     struct zf_recording *replay;
+    /** Where `record:` links write (only plain file names are accepted
+     *  then: a daemon passes its own folder); NULL: a file relative to the
+     *  descriptor's folder, or absolute. */
+    const char *record_dir;
 } zf_instance_options;
 
 /** Whether `path` (absolute, a file or a folder) and every folder above it

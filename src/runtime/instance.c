@@ -436,6 +436,11 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
         }
         goto fail;
     }
+    if ((err = zfi_recorders_start_declared(inst, opt ? opt->record_dir : NULL, diag)) != ZF_OK) {
+        zfi_recorders_stop_owned(inst);
+        zfi_instance_fini_nodes(inst, NULL);
+        goto fail;
+    }
     pthread_mutex_lock(&rt->mu);
     err = check_unique(rt, inst, diag); /* again: another may have come meanwhile */
     if (err == ZF_OK) {
@@ -444,6 +449,7 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     }
     pthread_mutex_unlock(&rt->mu);
     if (err != ZF_OK) {
+        zfi_recorders_stop_owned(inst);
         zfi_instance_fini_nodes(inst, NULL);
         goto fail;
     }

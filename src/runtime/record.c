@@ -102,6 +102,7 @@ struct zf_recorder {
     pthread_t thread;
     uint64_t dropped_closed; /* drops counted by taps closed early */
     bool done;               /* its thread is over (under inst->mu) */
+    bool owned;              /* started for `record:` links: the instance stops it */
     struct zf_recorder *next_in_inst;
 };
 
@@ -378,6 +379,85 @@ zf_err zf_recorder_stop(zf_recorder *r, zf_recorder_stats *st)
     free(r->path);
     free(r);
     return e;
+}
+
+/* ---- `record:` on links ---- */
+
+zf_err zfi_recorders_start_declared(zf_instance *inst, const char *record_dir, zf_diag *diag)
+{
+    const zf_flow *f = inst->flow;
+    zf_err err = ZF_OK;
+    for (size_t i = 0; i < f->n_links && err == ZF_OK; i++) {
+        const char *file = f->links[i].record;
+        bool first = file != NULL;
+        for (size_t j = 0; j < i && first; j++)
+            first = !f->links[j].record || strcmp(f->links[j].record, file);
+        if (!first)
+            continue; /* that file's recorder is started */
+        /* Every output recorded into this file, once per port. */
+        const char **outs = zfi_calloc(f->n_links, sizeof *outs);
+        char **names = zfi_calloc(f->n_links, sizeof *names);
+        size_t n = 0;
+        for (size_t k = i; outs && names && k < f->n_links; k++) {
+            const zfi_link *l = &f->links[k];
+            if (!l->record || strcmp(l->record, file))
+                continue;
+            char *o = zfi_asprintf("%s.%s", f->nodes[l->from].id,
+                                   f->nodes[l->from].outputs[l->from_port].name);
+            bool dup = false;
+            for (size_t m = 0; o && m < n && !dup; m++)
+                dup = !strcmp(names[m], o);
+            if (dup || !o) {
+                free(o);
+                continue;
+            }
+            names[n] = o;
+            outs[n] = o;
+            n++;
+        }
+        char *path = NULL;
+        bool plain = !strchr(file, '/') && file[0] != '.';
+        if (record_dir && !plain)
+            err = zfi_diag_add(
+                diag, ZF_EPERM, f->links[i].file, f->links[i].line, f->links[i].col, "record",
+                "'%s': here a recording is a plain file name (it goes into %s)", file, record_dir);
+        else if (record_dir)
+            path = zfi_asprintf("%s/%s", record_dir, file);
+        else
+            path = file[0] == '/' ? zfi_strdup(file) : zfi_asprintf("%s/%s", f->dir, file);
+        zf_recorder *r = NULL;
+        if (err == ZF_OK && (!path || !outs || !names))
+            err = zfi_error(ZF_ENOMEM, "out of memory");
+        if (err == ZF_OK) {
+            zf_recorder_options o = {.outputs = outs, .n_outputs = n};
+            if ((err = zf_recorder_start(inst, path, &o, &r)) != ZF_OK)
+                zfi_diag_add(diag, err, f->links[i].file, f->links[i].line, f->links[i].col,
+                             "record", "%s", zf_last_error());
+            else
+                r->owned = true; /* only the instance's own thread reads it */
+        }
+        for (size_t m = 0; names && m < n; m++)
+            free(names[m]);
+        free(names);
+        free(outs);
+        free(path);
+    }
+    return err;
+}
+
+void zfi_recorders_stop_owned(zf_instance *inst)
+{
+    for (;;) {
+        pthread_mutex_lock(&inst->mu);
+        zf_recorder *r = inst->recorders;
+        while (r && !r->owned)
+            r = r->next_in_inst;
+        pthread_mutex_unlock(&inst->mu);
+        if (!r)
+            return;
+        zf_recorder_stats st;
+        zf_recorder_stop(r, &st); /* logs what it wrote, and a write error */
+    }
 }
 
 /* ---- reading ---- */

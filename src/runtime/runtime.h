@@ -313,6 +313,11 @@ zf_err zfi_replay_load(struct zf_recording *rec, const zfi_node *nd, zfi_loaded 
  * recorders of inst to have written and released what they hold, so the
  * stop report counts no recorded capsule as leaked (record.c). */
 void zfi_recorders_settle(zf_instance *inst, int64_t timeout_ns);
+/* Start a recorder for each file named by the flow's `record:` links (one
+ * per file; into record_dir, plain names only, when it is set, else
+ * relative to the descriptor's folder); stop them (record.c). */
+zf_err zfi_recorders_start_declared(zf_instance *inst, const char *record_dir, zf_diag *diag);
+void zfi_recorders_stop_owned(zf_instance *inst);
 /* Every output rec recorded exists in f (record.c). */
 zf_err zfi_replay_check(const struct zf_recording *rec, const zf_flow *f, zf_diag *diag);
 

@@ -329,6 +329,7 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     for (size_t i = 0; i < inst->n_links; i++)
         zfi_link_flush(inst->links[i]);
     zfi_recorders_settle(inst, inst->drain_timeout_ns);
+    zfi_recorders_stop_owned(inst); /* `record:` links: their files are whole */
     after = totals(inst);
     r.dropped = after.dropped;
     r.dropped_in_drain = after.dropped - before.dropped;

@@ -61,7 +61,8 @@ static const char *chatty_flow(int spam, const char *period)
                   "    library: \"%s/libt_count.so\"\n"
                   "    inputs: [in]\n"
                   "links:\n"
-                  "  - {from: {node: chatty, output: out}, to: {node: sink, input: in}}\n",
+                  "  - from: {node: chatty, output: out}\n"
+                  "    to: {node: sink, input: in}\n",
                   nodes, period, spam, nodes);
 }
 
@@ -470,6 +471,19 @@ ZT_CASE(zfd_records_into_its_folder)
     ZT_EQ(ctl(&out, "destroy", uuid, NULL), 0);
     free(out);
     ZT_EQ(zf_recording_open(zt_fmt("%s/recordings/till-destroy.zfrec", state), &r), ZF_OK);
+    ZT_CHECK(zf_recording_count(r) >= 10);
+    zf_recording_close(r);
+    /* `record:` in a deployed descriptor: a plain name, into the same folder */
+    const char *flow = chatty_flow(0, "10ms");
+    const char *bad = zt_fmt("%s    record: ../../escape.zfrec\n", flow);
+    ZT_CHECK(!deploy("bad", bad));
+    const char *good = zt_fmt("%s    record: declared.zfrec\n", flow);
+    ZT_CHECK((id = deploy("good", good)));
+    zt_sleep_ms(300);
+    ZT_EQ(ctl(&out, "destroy", "good", NULL), 0);
+    ZT_CHECK(strstr(out, "bytes leaked: 0"));
+    free(out);
+    ZT_EQ(zf_recording_open(zt_fmt("%s/recordings/declared.zfrec", state), &r), ZF_OK);
     ZT_CHECK(zf_recording_count(r) >= 10);
     zf_recording_close(r);
     stop_zfd();

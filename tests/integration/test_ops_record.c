@@ -227,4 +227,56 @@ ZT_CASE(camera_recorded_2s_replays_frame_by_frame_at_its_pace)
     zf_runtime_destroy(rt);
 }
 
-ZT_MAIN(ZT_ENTRY(camera_recorded_2s_replays_frame_by_frame_at_its_pace))
+/* `record: FILE` on a link: zfctl run records it into FILE (relative to
+ * the descriptor's folder) for the instance's life; the file is whole and
+ * the stop report counts nothing leaked. */
+ZT_CASE(record_on_a_link_in_the_descriptor)
+{
+    const char *yaml = zt_fmt("name: declared\n"
+                              "sources:\n"
+                              "  - id: src\n"
+                              "    library: \"%s/tests/nodes/libt_gen.so\"\n"
+                              "    period: 10ms\n"
+                              "    outputs: [out]\n"
+                              "sinks:\n"
+                              "  - id: sink\n"
+                              "    library: \"%s/tests/nodes/libt_count.so\"\n"
+                              "    inputs: [in]\n"
+                              "links:\n"
+                              "  - from: {node: src, output: out}\n"
+                              "    to: {node: sink, input: in}\n"
+                              "    record: declared.zfrec\n",
+                              zt_build_dir(), zt_build_dir());
+    const char *path = zt_tmp_path("declared.yaml");
+    FILE *f = fopen(path, "w");
+    ZT_CHECK(f);
+    fputs(yaml, f);
+    fclose(f);
+    char *argv[] = {(char *)zt_fmt("%s/apps/zfctl/zfctl", zt_build_dir()),
+                    "run",
+                    (char *)path,
+                    "--duration",
+                    "1s",
+                    NULL};
+    char *out = NULL;
+    ZT_EQ(zt_exec(argv, &out, 60), 0);
+    ZT_CHECK(strstr(out, "nothing leaked"));
+    free(out);
+    zf_recording *r = NULL;
+    ZT_EQ(zf_recording_open(zt_tmp_path("declared.zfrec"), &r), ZF_OK);
+    fprintf(stderr, "  record: on the link wrote %llu capsules\n",
+            (unsigned long long)zf_recording_count(r));
+    ZT_CHECK(zf_recording_count(r) >= 50 && zf_recording_count(r) <= 110);
+    ZT_CHECK(!strcmp(zf_recording_link_get(r, 0)->output, "src.out"));
+    zf_recording_close(r);
+    /* not a string: refused where it is written */
+    f = fopen(path, "w");
+    fputs(zt_fmt("%.*s    record: [1, 2]\n", (int)(strstr(yaml, "    record:") - yaml), yaml), f);
+    fclose(f);
+    ZT_EQ(zt_exec(argv, &out, 60), 3);
+    ZT_CHECK(strstr(out, "links[0].record") && strstr(out, "expected the file"));
+    free(out);
+}
+
+ZT_MAIN(ZT_ENTRY(camera_recorded_2s_replays_frame_by_frame_at_its_pace),
+        ZT_ENTRY(record_on_a_link_in_the_descriptor))
