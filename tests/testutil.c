@@ -522,3 +522,22 @@ const char *zt_zfd_deploy(const char *sock, const char *name, const char *yaml)
     free(out);
     return uuid;
 }
+
+const char *zt_chatty_flow(const char *name, const char *period, const char *cfg)
+{
+    return zt_fmt("name: %s\n"
+                  "sources:\n"
+                  "  - id: chatty\n"
+                  "    library: \"%s/tests/nodes/libt_chatty.so\"\n"
+                  "    period: %s\n"
+                  "    configuration: {%s}\n"
+                  "    outputs: [out]\n"
+                  "sinks:\n"
+                  "  - id: sink\n"
+                  "    library: \"%s/tests/nodes/libt_count.so\"\n"
+                  "    inputs: [in]\n"
+                  "links:\n"
+                  "  - from: {node: chatty, output: out}\n"
+                  "    to: {node: sink, input: in}\n",
+                  name, zt_build_dir(), period, cfg, zt_build_dir());
+}

@@ -140,5 +140,9 @@ int zt_zfctl(char **out, const char *sock, const char *a0, ...);
 /* Deploy `yaml` (written to a file) as `name` through zfctl: its UUID (a
  * static buffer), or NULL (the error printed). */
 const char *zt_zfd_deploy(const char *sock, const char *name, const char *yaml);
+/* The flow `name`: the test node chatty (a source logging at every level,
+ * configuration `cfg` without braces) every `period` -> count; its link in
+ * block style, last (a `record:` line may follow). In zt_fmt's buffers. */
+const char *zt_chatty_flow(const char *name, const char *period, const char *cfg);
 
 #endif

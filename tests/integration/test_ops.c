@@ -49,21 +49,7 @@ static bool start_zfd(const char *tag, const char *const *extra)
 
 static const char *chatty_flow(int spam, const char *period)
 {
-    return zt_fmt("name: chat\n"
-                  "sources:\n"
-                  "  - id: chatty\n"
-                  "    library: \"%s/libt_chatty.so\"\n"
-                  "    period: %s\n"
-                  "    configuration: {spam: %d, tick_every: 10}\n"
-                  "    outputs: [out]\n"
-                  "sinks:\n"
-                  "  - id: sink\n"
-                  "    library: \"%s/libt_count.so\"\n"
-                  "    inputs: [in]\n"
-                  "links:\n"
-                  "  - from: {node: chatty, output: out}\n"
-                  "    to: {node: sink, input: in}\n",
-                  nodes, period, spam, nodes);
+    return zt_chatty_flow("chat", period, zt_fmt("spam: %d, tick_every: 10", spam));
 }
 
 static size_t count_lines(const char *s, const char *needle)

@@ -103,22 +103,7 @@ static int http(const char *method, const char *path, char **body)
 
 static const char *deploy(const char *name, const char *period)
 {
-    return zt_zfd_deploy(sock, name,
-                         zt_fmt("name: %s\n"
-                                "sources:\n"
-                                "  - id: chatty\n"
-                                "    library: \"%s/libt_chatty.so\"\n"
-                                "    period: %s\n"
-                                "    configuration: {tick_every: 0}\n"
-                                "    outputs: [out]\n"
-                                "sinks:\n"
-                                "  - id: sink\n"
-                                "    library: \"%s/libt_count.so\"\n"
-                                "    inputs: [in]\n"
-                                "links:\n"
-                                "  - {from: {node: chatty, output: out}, to: {node: sink, input: "
-                                "in}}\n",
-                                name, nodes, period, nodes));
+    return zt_zfd_deploy(sock, name, zt_chatty_flow(name, period, "tick_every: 0"));
 }
 
 /* The value of the first sample of `metric` whose labels contain `labels`. */
