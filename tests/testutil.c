@@ -451,3 +451,98 @@ int zt_threads(void)
 {
     return proc_entries(0, "task");
 }
+
+pid_t zt_zfd_spawn(char *const argv[], const char *log_path)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        FILE *f = freopen(log_path, "w", stderr);
+        (void)f;
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+bool zt_zfd_wait_socket(const char *sock, int timeout_ms)
+{
+    for (int i = 0; i < timeout_ms / 10; i++) {
+        zf_client *c = NULL;
+        if (zf_client_connect(sock, &c) == ZF_OK) {
+            zf_client_close(c);
+            return true;
+        }
+        zt_sleep_ms(10);
+    }
+    return false;
+}
+
+void zt_zfd_stop(pid_t *pid)
+{
+    if (*pid <= 0)
+        return;
+    kill(*pid, SIGTERM);
+    int st;
+    for (int i = 0; i < 3000 && waitpid(*pid, &st, WNOHANG) == 0; i++)
+        zt_sleep_ms(10);
+    kill(*pid, SIGKILL); /* if it did not exit: it is ours */
+    waitpid(*pid, &st, 0);
+    *pid = 0;
+}
+
+int zt_zfctl(char **out, const char *sock, const char *a0, ...)
+{
+    char bin[600];
+    snprintf(bin, sizeof bin, "%s/apps/zfctl/zfctl", zt_build_dir());
+    char *argv[40] = {bin};
+    int n = 1;
+    va_list ap;
+    va_start(ap, a0);
+    for (const char *a = a0; a && n < 36; a = va_arg(ap, const char *))
+        argv[n++] = (char *)a;
+    va_end(ap);
+    argv[n++] = "--socket";
+    argv[n++] = (char *)sock;
+    argv[n] = NULL;
+    return zt_exec(argv, out, 60);
+}
+
+const char *zt_zfd_deploy(const char *sock, const char *name, const char *yaml)
+{
+    static char uuid[64];
+    const char *path = zt_tmp_path(zt_fmt("%s.yaml", name));
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return NULL;
+    fputs(yaml, f);
+    fclose(f);
+    char *out = NULL;
+    int rc = zt_zfctl(&out, sock, "deploy", path, "--name", name, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "  deploy: %s\n", out);
+        free(out);
+        return NULL;
+    }
+    snprintf(uuid, sizeof uuid, "%.36s", out);
+    free(out);
+    return uuid;
+}
+
+const char *zt_chatty_flow(const char *name, const char *period, const char *cfg)
+{
+    return zt_fmt("name: %s\n"
+                  "sources:\n"
+                  "  - id: chatty\n"
+                  "    library: \"%s/tests/nodes/libt_chatty.so\"\n"
+                  "    period: %s\n"
+                  "    configuration: {%s}\n"
+                  "    outputs: [out]\n"
+                  "sinks:\n"
+                  "  - id: sink\n"
+                  "    library: \"%s/tests/nodes/libt_count.so\"\n"
+                  "    inputs: [in]\n"
+                  "links:\n"
+                  "  - from: {node: chatty, output: out}\n"
+                  "    to: {node: sink, input: in}\n",
+                  name, zt_build_dir(), period, cfg, zt_build_dir());
+}

@@ -128,4 +128,21 @@ int zt_threads(void);
 
 void zt_sleep_ms(int ms);
 
+/* A daemon for a test: zfd started with argv (argv[0] its path; stderr
+ * into log_path), its socket awaited, stopped (SIGTERM, then SIGKILL after
+ * 30 s; *pid 0 after); zfctl ARGS... --socket sock (NULL-terminated), its
+ * output in *out. */
+#include <sys/types.h>
+pid_t zt_zfd_spawn(char *const argv[], const char *log_path);
+bool zt_zfd_wait_socket(const char *sock, int timeout_ms);
+void zt_zfd_stop(pid_t *pid);
+int zt_zfctl(char **out, const char *sock, const char *a0, ...);
+/* Deploy `yaml` (written to a file) as `name` through zfctl: its UUID (a
+ * static buffer), or NULL (the error printed). */
+const char *zt_zfd_deploy(const char *sock, const char *name, const char *yaml);
+/* The flow `name`: the test node chatty (a source logging at every level,
+ * configuration `cfg` without braces) every `period` -> count; its link in
+ * block style, last (a `record:` line may follow). In zt_fmt's buffers. */
+const char *zt_chatty_flow(const char *name, const char *period, const char *cfg);
+
 #endif

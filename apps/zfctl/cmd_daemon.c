@@ -4,18 +4,21 @@
 #include "zfctl.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef struct daemon_args {
     const char *cmd;
     const char *socket;
     bool json;
-    const char *id;   /* ID commands */
-    flow_args fa;     /* deploy */
-    const char *name; /* deploy */
-    bool no_start;    /* deploy */
+    const char *id;                          /* ID commands */
+    flow_args fa;                            /* deploy */
+    const char *name;                        /* deploy */
+    bool no_start;                           /* deploy */
+    const char *status_filter, *name_filter; /* ls */
 } daemon_args;
 
 static void help(const char *cmd)
@@ -27,8 +30,12 @@ static void help(const char *cmd)
                "Send FLOW to the daemon, which creates (and starts) an instance; prints its "
                "UUID.\n");
     else if (!strcmp(cmd, "ls"))
-        printf("usage: zfctl ls [--socket PATH] [-o json]\n\n"
-               "List the daemon's instances: UUID NAME STATUS WORKERS.\n");
+        printf("usage: zfctl ls [--status S] [--name PATTERN] [--socket PATH] [-o json]\n\n"
+               "List the daemon's instances: UUID NAME STATUS WORKERS NODES UPTIME CPU MEM\n"
+               "(NODES running/all, CPU over the last second in %% of a core, MEM the pool's\n"
+               "mapped memory). --status keeps those whose status starts with S (RUNNING,\n"
+               "SUSPENDED, ...; any case), --name those whose name matches the shell\n"
+               "pattern (cam*).\n");
     else if (!strcmp(cmd, "workers"))
         printf("usage: zfctl workers [NAME] [--socket PATH] [-o json]\n\nList the daemons "
                "reachable (NAME: that one only).\n");
@@ -63,6 +70,10 @@ static void parse(int argc, char **argv, daemon_args *a)
         } else if (!strcmp(a->cmd, "deploy") && args_var(argc, argv, &i, &a->fa)) {
         } else if (!strcmp(a->cmd, "deploy") && args_opt(argc, argv, &i, "--name", a->cmd, &v)) {
             a->name = v;
+        } else if (!strcmp(a->cmd, "ls") && args_opt(argc, argv, &i, "--status", a->cmd, &v)) {
+            a->status_filter = v;
+        } else if (!strcmp(a->cmd, "ls") && args_opt(argc, argv, &i, "--name", a->cmd, &v)) {
+            a->name_filter = v;
         } else if (!strcmp(a->cmd, "deploy") && !strcmp(s, "--no-start")) {
             a->no_start = true;
         } else if (s[0] == '-') {
@@ -101,7 +112,7 @@ static char *read_file(const char *path, size_t *len)
 
 /* One request; the daemon's result (owned by *tree), or NULL after printing
  * the error and setting *rc. */
-static const zf_config *call(const daemon_args *a, zf_request *req, zf_config **tree, int *rc)
+const zf_config *daemon_call(const daemon_conn *a, zf_request *req, zf_config **tree, int *rc)
 {
     char path[512];
     if (a->socket)
@@ -134,7 +145,7 @@ static const zf_config *call(const daemon_args *a, zf_request *req, zf_config **
         return NULL;
     }
     if (e == ZF_OK)
-        e = zf_client_call(c, req, tree, 60000);
+        e = zf_client_call(c, req, tree, 60000 + req->wait_ms);
     zf_client_close(c);
     if (e != ZF_OK) {
         fprintf(stderr, "zfctl %s: %s\n", a->cmd, zf_last_error());
@@ -193,19 +204,50 @@ static double real(const zf_config *c, const char *key)
     return v;
 }
 
-static void print_ls(const zf_config *r)
+/* Whether instance e passes ls's --status and --name filters. */
+static bool ls_keeps(const daemon_args *a, const zf_config *e)
+{
+    if (a->status_filter &&
+        strncasecmp(str(e, "status"), a->status_filter, strlen(a->status_filter)) != 0)
+        return false;
+    return !a->name_filter || fnmatch(a->name_filter, str(e, "name"), 0) == 0;
+}
+
+/* ls -o json: the answer's instances that pass the filters. */
+static void print_ls_json(const daemon_args *a, const zf_config *r)
 {
     const zf_config *list = zf_config_get(r, "instances");
-    printf("%-36s  %-20s  %-28s  %s\n", "UUID", "NAME", "STATUS", "WORKERS");
+    printf("{\"instances\":[");
+    for (size_t i = 0, n = 0; i < zf_config_len(list); i++) {
+        const zf_config *e = zf_config_at(list, i);
+        if (!ls_keeps(a, e))
+            continue;
+        char *j = zf_config_to_json(e);
+        printf("%s%s", n++ ? "," : "", j ? j : "null");
+        free(j);
+    }
+    printf("]}\n");
+}
+
+static void print_ls(const daemon_args *a, const zf_config *r)
+{
+    const zf_config *list = zf_config_get(r, "instances");
+    printf("%-36s  %-20s  %-28s  %-10s %5s %8s %6s %9s\n", "UUID", "NAME", "STATUS", "WORKERS",
+           "NODES", "UPTIME", "CPU", "MEM");
     for (size_t i = 0; i < zf_config_len(list); i++) {
         const zf_config *e = zf_config_at(list, i);
+        if (!ls_keeps(a, e))
+            continue;
         const zf_config *w = zf_config_get(e, "workers");
-        char workers[256] = "";
+        char workers[256] = "", nodes[32], mem[32];
         for (size_t k = 0; k < zf_config_len(w); k++)
             snprintf(workers + strlen(workers), sizeof workers - strlen(workers), "%s%s",
                      k ? "," : "", zf_config_text(zf_config_at(w, k)));
-        printf("%-36s  %-20s  %-28s  %s\n", str(e, "uuid"), str(e, "name"), str(e, "status"),
-               workers);
+        snprintf(nodes, sizeof nodes, "%lld/%lld", num(e, "nodes_running"), num(e, "nodes"));
+        printf("%-36s  %-20s  %-28s  %-10s %5s %7.0fs %5.1f%% %9s\n", str(e, "uuid"),
+               str(e, "name"), str(e, "status"), workers, nodes, real(e, "uptime_s"),
+               100.0 * real(e, "cpu_1s"),
+               fmt_bytes((uint64_t)num(e, "mem_bytes"), mem, sizeof mem));
     }
 }
 
@@ -345,21 +387,24 @@ int cmd_daemon(int argc, char **argv)
     }
     zf_config *tree = NULL;
     int rc = EXIT_OK;
-    const zf_config *r = call(&a, &req, &tree, &rc);
+    daemon_conn conn = {.cmd = a.cmd, .socket = a.socket, .json = a.json};
+    const zf_config *r = daemon_call(&conn, &req, &tree, &rc);
     free(text);
     free(a.fa.vars);
     if (!r) {
         zf_config_free(tree);
         return rc;
     }
-    if (a.json) {
+    if (a.json && req.op == ZF_OP_LIST) {
+        print_ls_json(&a, r);
+    } else if (a.json) {
         char *j = zf_config_to_json(r);
         printf("%s\n", j ? j : "null");
         free(j);
     } else if (req.op == ZF_OP_DEPLOY) {
         printf("%s\n", str(r, "uuid"));
     } else if (req.op == ZF_OP_LIST) {
-        print_ls(r);
+        print_ls(&a, r);
     } else if (req.op == ZF_OP_STATUS) {
         print_status(r);
     } else if (req.op == ZF_OP_DESTROY) {

@@ -28,6 +28,10 @@ static void help(void)
            "  --max-memory SIZE     cap the instance's pool (overrides max_memory)\n"
            "  --drain-timeout D     bound on the graceful stop (overrides drain_timeout)\n"
            "  --log LEVEL           error, warn (default), info, debug, trace\n"
+           "  --record FILE         record the capsules of every linked output (or of\n"
+           "                        --record-links A.out,B.out) to FILE\n"
+           "  --replay FILE         replay FILE into FLOW's sources (zfctl replay), with\n"
+           "                        --speed X or --as-fast-as-possible; ends when replayed\n"
            "\n"
            "exit status: 0 ok; 1 a node failed to start, a node was abandoned, or bytes\n"
            "leaked; 2 usage;\n"
@@ -43,6 +47,9 @@ typedef struct run_args {
     uint64_t max_memory;
     int64_t drain_ns;
     zf_log_level log;
+    const char *record, *record_links, *replay; /* operations.md */
+    double speed;
+    bool fast;
 } run_args;
 
 static void parse(int argc, char **argv, run_args *a)
@@ -78,6 +85,20 @@ static void parse(int argc, char **argv, run_args *a)
         } else if (args_opt(argc, argv, &i, "--log", "run", &v)) {
             if (zf_log_level_parse(v, &a->log) != ZF_OK)
                 usage_error("run", "--log: %s", zf_last_error());
+        } else if (args_opt(argc, argv, &i, "--record", "run", &v)) {
+            a->record = v;
+        } else if (args_opt(argc, argv, &i, "--record-links", "run", &v)) {
+            a->record_links = v;
+        } else if (args_opt(argc, argv, &i, "--replay", "run", &v)) {
+            a->replay = v;
+        } else if (args_opt(argc, argv, &i, "--speed", "run", &v)) {
+            char *end = NULL;
+            a->speed = strtod(v, &end);
+            if (!*v || *end || !(a->speed > 0 && a->speed <= 1000))
+                usage_error("run",
+                            "--speed takes a factor above 0, at most 1000 (2: twice as fast)");
+        } else if (!strcmp(s, "--as-fast-as-possible")) {
+            a->fast = true;
         } else if (s[0] == '-') {
             usage_error("run", "unknown option '%s'", s);
         } else if (!a->fa.path) {
@@ -88,6 +109,38 @@ static void parse(int argc, char **argv, run_args *a)
     }
     if (!a->fa.path)
         usage_error("run", "missing FLOW (a descriptor file)");
+    if ((a->speed || a->fast) && !a->replay)
+        usage_error("run", "--speed and --as-fast-as-possible are for a replay");
+    if (a->record_links && !a->record)
+        usage_error("run", "--record-links needs --record FILE");
+}
+
+/* The replay's end, told to the main thread (SIGUSR1), which waits for
+ * signals. */
+typedef struct replay_wait {
+    zf_recording *rec;
+    pthread_t main_thread;
+} replay_wait;
+
+static void *replay_waiter(void *arg)
+{
+    replay_wait *w = arg;
+    zf_recording_wait(w->rec, -1);
+    pthread_kill(w->main_thread, SIGUSR1);
+    return NULL;
+}
+
+/* "a,b,c" into a NULL-terminated array (n entries), or NULL. */
+static const char **split_list(char *s, size_t *n)
+{
+    size_t cap = 1;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    const char **v = calloc(cap + 1, sizeof *v);
+    *n = 0;
+    for (char *tok = strtok(s, ","); v && tok; tok = strtok(NULL, ","))
+        v[(*n)++] = tok;
+    return v;
 }
 
 static void snapshot(zf_instance *inst, bool nodes)
@@ -175,8 +228,18 @@ int cmd_run(int argc, char **argv)
         zf_flow_free(flow);
         return EXIT_FAIL;
     }
+    zf_recording *replay = NULL;
+    if (a.replay && (zf_recording_open(a.replay, &replay) != ZF_OK ||
+                     zf_recording_set_speed(replay, a.speed ? a.speed : 1.0, a.fast) != ZF_OK)) {
+        fprintf(stderr, "zfctl replay: %s\n", zf_last_error());
+        zf_recording_close(replay);
+        zf_runtime_destroy(rt);
+        zf_flow_free(flow);
+        return EXIT_INVALID;
+    }
     zf_diag *diag = zf_diag_new();
-    zf_instance_options io = {.max_memory = a.max_memory, .drain_timeout_ns = a.drain_ns};
+    zf_instance_options io = {
+        .max_memory = a.max_memory, .drain_timeout_ns = a.drain_ns, .replay = replay};
     creation cr = {.rt = rt, .flow = flow, .io = &io, .diag = diag};
     int early = 0;
     zf_err err = create_interruptible(&cr, &create_sigs, &early);
@@ -194,6 +257,7 @@ int cmd_run(int argc, char **argv)
         zf_diag_free(diag);
         zf_runtime_destroy(rt);
         zf_flow_free(flow);
+        zf_recording_close(replay);
         /* an init that failed or never returned is the dataflow failing */
         return err == ZF_ENODE || err == ZF_ETIMEDOUT ? EXIT_FAIL : EXIT_INVALID;
     }
@@ -204,13 +268,39 @@ int cmd_run(int argc, char **argv)
     else
         printf(" until Ctrl-C\n");
     fflush(stdout);
+    zf_recorder *recorder = NULL;
+    if (a.record) {
+        char *list = a.record_links ? strdup(a.record_links) : NULL;
+        size_t n = 0;
+        const char **outs = list ? split_list(list, &n) : NULL;
+        zf_recorder_options ro2 = {.outputs = outs, .n_outputs = n};
+        zf_err re = zf_recorder_start(inst, a.record, &ro2, &recorder);
+        free((void *)outs);
+        free(list);
+        if (re != ZF_OK) {
+            fprintf(stderr, "zfctl run: --record %s: %s\n", a.record, zf_last_error());
+            zf_instance_destroy(inst);
+            zf_runtime_destroy(rt);
+            zf_flow_free(flow);
+            zf_recording_close(replay);
+            return EXIT_FAIL;
+        }
+    }
     if (zf_instance_start(inst) != ZF_OK) { /* a CREATED instance starts: only a bug lands here */
         fprintf(stderr, "zfctl run: %s\n", zf_last_error());
+        if (recorder) /* the start failed: nothing recorded to report */
+            ZF_IGNORE(zf_recorder_stop(recorder, NULL));
         zf_instance_destroy(inst);
         zf_runtime_destroy(rt);
         zf_flow_free(flow);
+        zf_recording_close(replay);
         return EXIT_FAIL;
     }
+    replay_wait rw = {.rec = replay, .main_thread = pthread_self()};
+    pthread_t waiter;
+    bool waiting = replay && pthread_create(&waiter, NULL, replay_waiter, &rw) == 0;
+    if (replay)
+        sigaddset(&sigs, SIGUSR1); /* the replay's end */
 
     uint64_t t0 = zf_clock_ns(), next_snap = t0 + (uint64_t)a.interval_ns;
     int sig = 0;
@@ -237,13 +327,39 @@ int cmd_run(int argc, char **argv)
         if (sig > 0)
             break;
     }
-    if (sig > 0)
+    if (sig == SIGUSR1)
+        printf("zflow: replay of %s done, stopping\n", a.replay);
+    else if (sig > 0)
         printf("zflow: %s received, stopping\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     double ran = (double)(zf_clock_ns() - t0) / 1e9;
 
     zf_stop_report rep;
     /* ZF_OK for an instance: what the stop met is in rep, printed below */
     ZF_IGNORE(zf_instance_stop(inst, &rep));
+    int rc_extra = EXIT_OK;
+    if (recorder) {
+        zf_recorder_stats rs;
+        if (zf_recorder_stop(recorder, &rs) != ZF_OK) {
+            fprintf(stderr, "zfctl run: --record %s: %s\n", a.record, zf_last_error());
+            rc_extra = EXIT_FAIL;
+        }
+        printf("zflow: recorded %llu capsules (%llu bytes) to %s; %llu dropped%s\n",
+               (unsigned long long)rs.records, (unsigned long long)rs.bytes, a.record,
+               (unsigned long long)rs.dropped, rs.limit_reached ? " (size limit reached)" : "");
+    }
+    if (replay) {
+        uint64_t sent = 0, late = 0;
+        zf_recording_replayed(replay, &sent, &late);
+        double rec_s = (double)zf_recording_duration_ns(replay) / 1e9;
+        printf("zflow: replayed %llu of %llu capsules; recorded over %.3f s, replayed in %.3f s "
+               "(%llu sent more than 5 ms late)\n",
+               (unsigned long long)sent, (unsigned long long)zf_recording_count(replay), rec_s, ran,
+               (unsigned long long)late);
+        if (waiting) {
+            zf_recording_wait(replay, -1); /* the sources' threads were joined at fini */
+            pthread_join(waiter, NULL);
+        }
+    }
     zf_instance_stats *s = NULL;
     printf("zflow: ran %.1f s\n", ran);
     if (zf_instance_stats_get(inst, &s) == ZF_OK) {
@@ -261,5 +377,6 @@ int cmd_run(int argc, char **argv)
     zf_instance_destroy(inst);
     zf_runtime_destroy(rt);
     zf_flow_free(flow);
-    return rep.bytes_leaked || rep.nodes_abandoned ? EXIT_FAIL : EXIT_OK;
+    zf_recording_close(replay);
+    return rep.bytes_leaked || rep.nodes_abandoned ? EXIT_FAIL : rc_extra;
 }

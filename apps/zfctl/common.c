@@ -185,3 +185,24 @@ void print_report(FILE *out, const zf_stop_report *r)
     fprintf(out, "bytes still held in the pool: %llu%s\n", (unsigned long long)r->bytes_leaked,
             r->bytes_leaked ? " (LEAKED)" : " (nothing leaked)");
 }
+
+const char *cfg_str(const zf_config *c, const char *key)
+{
+    const char *s = NULL;
+    ZF_IGNORE(zf_config_string(c, key, "", &s)); /* absent or not a string: "" */
+    return s ? s : "";
+}
+
+long long cfg_num(const zf_config *c, const char *key)
+{
+    int64_t v = 0;
+    ZF_IGNORE(zf_config_int(c, key, 0, &v)); /* absent or not a number: 0 */
+    return (long long)v;
+}
+
+double cfg_real(const zf_config *c, const char *key)
+{
+    double v = 0;
+    ZF_IGNORE(zf_config_float(c, key, 0, &v)); /* absent or not a number: 0 */
+    return v;
+}

@@ -14,13 +14,20 @@ static const struct {
     {"validate", cmd_validate, "check a descriptor and its node libraries"},
     {"graph", cmd_graph, "print the graph as Graphviz DOT, or render it"},
     {"deploy", cmd_daemon, "send a dataflow to the daemon (zfd); prints the instance UUID"},
-    {"ls", cmd_daemon, "list the daemon's instances: UUID NAME STATUS WORKERS"},
+    {"ls", cmd_daemon,
+     "list the daemon's instances: UUID NAME STATUS WORKERS NODES UPTIME CPU MEM"},
     {"status", cmd_daemon, "an instance in detail: nodes, links, pool"},
     {"start", cmd_daemon, "start a CREATED (or SUSPENDED) instance"},
     {"suspend", cmd_daemon, "stop an instance's sources, keeping its queues and memory"},
     {"resume", cmd_daemon, "resume a SUSPENDED instance"},
     {"destroy", cmd_daemon, "stop an instance gracefully and print the stop report"},
     {"workers", cmd_daemon, "list the daemons reachable"},
+    {"logs", cmd_logs, "an instance's log lines (--node, --level, --grep, --since, --follow)"},
+    {"echo", cmd_echo, "print the capsules leaving an output (NODE.PORT): metadata, first bytes"},
+    {"hz", cmd_hz, "print the rate of an output (NODE.PORT)"},
+    {"record", cmd_record, "record an instance's outputs into the daemon's recordings folder"},
+    {"replay", cmd_replay, "run a flow with its sources replaced by a recording (FILE FLOW)"},
+    {"top", cmd_top, "a live view of the instances, their nodes and links (--once: one screen)"},
 };
 
 /* Zenoh-Flow's spellings: `zfctl instance VERB` and `zfctl runtime VERB`. */

@@ -274,8 +274,9 @@ static bool fanout_call(zfd_daemon *d, fanout *f, const char *workers_json, cons
     free(all);
     zf_config_free(t);
     if (okv)
-        zf_cluster_call(d->cluster, f->n, f->workers, (const char *const *)f->bodies, timeout_ms,
-                        f->replies, f->errors);
+        /* every reply, or why there is none, is in f->replies and f->errors */
+        ZF_IGNORE(zf_cluster_call(d->cluster, f->n, f->workers, (const char *const *)f->bodies,
+                                  timeout_ms, f->replies, f->errors));
     /* names are owned through f->workers from here */
     free(names);
     return okv;
@@ -573,7 +574,8 @@ static char *cluster_workers(zfd_daemon *d, const zf_request *req)
     const zf_config *self = r ? zf_config_at(zf_config_get(r, "workers"), 0) : NULL;
     zf_worker_info *all = NULL;
     size_t n = 0;
-    zf_cluster_workers(d->cluster, &all, &n);
+    if (zf_cluster_workers(d->cluster, &all, &n) != ZF_OK)
+        n = 0; /* out of memory: the table lists none */
     zf_json_writer *w = zf_json_writer_new();
     zf_json_open_object(w, NULL);
     zf_json_open_array(w, "workers");

@@ -342,10 +342,14 @@ static char *deploy(zfd_daemon *d, const zf_request *req, const zfd_part *part)
         resp = name_refused(name, other);
         goto out;
     }
+    char rdir[PATH_MAX]; /* `record:` links write there, plain names only */
+    snprintf(rdir, sizeof rdir, "%s/recordings", d->state_dir);
+    mkdir(rdir, 0750);
     zf_instance_options io = {.name = req->name,
                               .code_dirs = fo.include_dirs,
                               .n_code_dirs = fo.n_include_dirs,
-                              .allow_writable_code = d->allow_writable};
+                              .allow_writable_code = d->allow_writable,
+                              .record_dir = rdir};
     zf_instance *inst = NULL;
     e = zf_instance_create(d->rt, f, &io, dg, &inst);
     if (e != ZF_OK) {
@@ -456,6 +460,8 @@ static char *list(zfd_daemon *d)
         zf_json_put_string(w, "status", status_text(e->inst, e->lost, status, sizeof status));
         workers_json(d, e, w);
         zf_json_put_string(w, "created", created);
+        zf_json_put_double(w, "uptime_s", (double)(zf_clock_ns() - e->created_ns) / 1e9);
+        zfd_live_summary(w, e->inst);
         zf_json_close(w);
     }
     pthread_mutex_unlock(&d->mu);
@@ -494,6 +500,9 @@ static char *status(zfd_daemon *d, entry *e)
     zf_instance_stats *s = NULL;
     if (zf_instance_stats_get(e->inst, &s) != ZF_OK)
         return zf_response_error(ZF_ENOMEM, "%s", zf_last_error());
+    zf_instance_live *live = NULL;
+    if (zf_instance_live_get(e->inst, &live) != ZF_OK)
+        live = NULL; /* out of memory: the figures read 0 */
     uint64_t now = zf_clock_ns();
     double up = (double)(now - e->created_ns) / 1e9;
     char created[32], status_buf[256];
@@ -514,7 +523,9 @@ static char *status(zfd_daemon *d, entry *e)
     zf_json_put_uint(w, "bytes_mapped", s->pool.bytes_mapped);
     zf_json_put_uint(w, "allocations", s->pool.allocs);
     zf_json_put_uint(w, "refused", s->pool.alloc_failures);
+    zf_json_put_uint(w, "held_capsules", s->pool.blocks_in_use);
     zf_json_close(w);
+    zfd_live_windows(w, live);
     zf_json_open_array(w, "nodes");
     for (size_t i = 0; i < s->n_nodes; i++) {
         const zf_node_stats *n = &s->nodes[i];
@@ -531,6 +542,7 @@ static char *status(zfd_daemon *d, entry *e)
         zf_json_put_uint(w, "sent", n->sent);
         zf_json_put_uint(w, "alloc_failures", n->alloc_failures);
         zf_json_put_uint(w, "degraded_count", n->degraded_count);
+        zfd_live_node(w, live, i);
         if (n->last_progress_ns)
             zf_json_put_double(w, "last_progress_s_ago", (double)(now - n->last_progress_ns) / 1e9);
         else
@@ -553,12 +565,14 @@ static char *status(zfd_daemon *d, entry *e)
         zf_json_put_uint(w, "dropped", l->stats.dropped);
         zf_json_put_double(w, "blocked_s", (double)l->stats.blocked_ns / 1e9);
         zf_json_put_double(w, "throughput_per_s", up > 0 ? (double)l->stats.dequeued / up : 0.0);
+        zfd_live_link(w, live, i);
         zf_json_close(w);
     }
     zf_json_close(w);
     abandoned_json(d, w, e->uuid);
     zf_json_close(w);
     zf_instance_stats_free(s);
+    zf_instance_live_free(live);
     return ok(w);
 }
 
@@ -626,7 +640,10 @@ static char *destroy(zfd_daemon *d, entry *e)
     zf_stop_report r;
     /* ZF_OK for an instance: what the stop met is in r, logged and answered */
     ZF_IGNORE(zf_instance_stop(e->inst, &r));
+    zfd_record_end(e->uuid); /* a recording ends with the drain */
     log_report(e->uuid, e->name, &r);
+    if (d->logs)
+        zfd_logs_forget(d->logs, e->uuid);
     pthread_mutex_lock(&d->mu);
     size_t hosted = d->count;
     pthread_mutex_unlock(&d->mu);
@@ -668,6 +685,15 @@ void zfd_destroy_all(zfd_daemon *d)
         free(resp);
         entry_unref(d, e);
     }
+}
+
+void zfd_each_instance(zfd_daemon *d, zfd_instance_fn fn, void *arg)
+{
+    pthread_mutex_lock(&d->mu);
+    uint64_t now = zf_clock_ns();
+    for (entry *e = d->list; e; e = e->next)
+        fn(arg, e->inst, e->uuid, e->name, (double)(now - e->created_ns) / 1e9);
+    pthread_mutex_unlock(&d->mu);
 }
 
 /* ---- abandoned threads ---- */
@@ -795,6 +821,8 @@ char *zfd_handle_local(void *arg, const zf_request *req, const zf_peer *peer)
         break;
     }
     char *err = NULL;
+    if (req->op == ZF_OP_LOGS && d->logs && zfd_logs_known(d->logs, req->id))
+        return zfd_logs_query(d->logs, req->id, req); /* also a destroyed instance's */
     entry *e = resolve(d, req->id, &err);
     if (!e)
         return err;
@@ -810,6 +838,19 @@ char *zfd_handle_local(void *arg, const zf_request *req, const zf_peer *peer)
         break;
     case ZF_OP_DESTROY:
         resp = destroy(d, e);
+        break;
+    case ZF_OP_ECHO:
+        resp = zfd_echo(e->inst, e->uuid, req);
+        break;
+    case ZF_OP_HZ:
+        resp = zfd_hz(e->inst, e->uuid, req);
+        break;
+    case ZF_OP_RECORD:
+        resp = zfd_record(d, e->inst, e->uuid, req);
+        break;
+    case ZF_OP_LOGS:
+        resp = d->logs ? zfd_logs_query(d->logs, e->uuid, req)
+                       : zf_response_error(ZF_ENOTFOUND, "this daemon keeps no logs");
         break;
     default:
         resp = zf_response_error(ZF_EPROTO, "unknown op");

@@ -135,11 +135,21 @@ static void help(FILE *out)
             "  --cluster-key FILE     sign and check every control message (32 bytes or\n"
             "                         64 hex digits)\n"
             "  --log LEVEL            error, warn, info (default), debug, trace\n"
+            "  --http ADDR            serve /metrics (Prometheus) and a live page on ADDR\n"
+            "                         (PORT or HOST:PORT; no host: 127.0.0.1; off by default)\n"
+            "  --state-dir DIR        logs and state (default /var/lib/zflow for root, else\n"
+            "                         $XDG_STATE_HOME/zflow or ~/.local/state/zflow)\n"
+            "  --node-log LEVEL       the most verbose level kept in instances' logs\n"
+            "                         (default debug; zfctl logs reads them)\n"
+            "  --log-max-size SIZE    rotate each node's log file past SIZE (default 1MiB;\n"
+            "                         one older file is kept)\n"
             "  --version              print the version\n");
 }
 
 typedef struct opts {
-    const char *name, *socket, *config;
+    const char *name, *socket, *config, *state_dir, *http;
+    zf_log_level node_log;
+    uint64_t log_max;
     const char **lib_paths;
     size_t n_lib_paths;
     unsigned workers;
@@ -216,10 +226,20 @@ static void parse_args(int argc, char **argv, opts *o)
             o->workers = (unsigned)number("--workers", v, 1, 256);
         } else if (opt(argc, argv, &i, "--max-instances", &v)) {
             o->max_instances = (size_t)number("--max-instances", v, 1, 4000);
+        } else if (opt(argc, argv, &i, "--log-max-size", &v)) {
+            if (zf_parse_size(v, &o->log_max) != ZF_OK || o->log_max < 4096)
+                die("--log-max-size takes a size of at least 4KiB (e.g. 1MiB), not '%s'", v);
         } else if (opt(argc, argv, &i, "--log", &v)) {
             if (zf_log_level_parse(v, &zfd_log_level) != ZF_OK)
                 die("--log: %s", zf_last_error());
             o->log_set = true;
+        } else if (opt(argc, argv, &i, "--http", &v)) {
+            o->http = v;
+        } else if (opt(argc, argv, &i, "--state-dir", &v)) {
+            o->state_dir = v;
+        } else if (opt(argc, argv, &i, "--node-log", &v)) {
+            if (zf_log_level_parse(v, &o->node_log) != ZF_OK)
+                die("--node-log: %s", zf_last_error());
         } else if (!strcmp(a, "--allow-descriptor-dir")) {
             o->allow_descriptor_dir = true;
         } else if (!strcmp(a, "--allow-writable-lib-path")) {
@@ -305,12 +325,19 @@ static zf_config *read_config(opts *o)
 
 int main(int argc, char **argv)
 {
-    opts o = {0};
+    opts o = {.node_log = ZF_LOG_DEBUG, .log_max = 1u << 20};
     parse_args(argc, argv, &o);
     zf_config *cfg = o.config ? read_config(&o) : NULL;
     if (!o.name || !*o.name)
         die("--name NAME is required (this worker's name, as in descriptors' mapping)");
     zf_log_set(zf_log_stderr, NULL, zfd_log_level);
+    char *state_dir = o.state_dir ? strdup(o.state_dir) : zfd_default_state_dir();
+    char why[512];
+    zfd_logs *logs =
+        zfd_logs_open(state_dir, o.log_max, zfd_log_level, o.node_log, why, sizeof why);
+    if (!logs)
+        die("--state-dir %s: %s", state_dir, why);
+    zf_log_set_entry(zfd_logs_entry, logs, o.node_log > zfd_log_level ? o.node_log : zfd_log_level);
 
     /* Signals are taken by sigwait below; every thread inherits the mask. */
     sigset_t sigs;
@@ -325,7 +352,9 @@ int main(int argc, char **argv)
     zfd_daemon d = {.name = strdup(o.name),
                     .allow_descriptor_dir = o.allow_descriptor_dir,
                     .allow_writable = o.allow_writable,
-                    .max_instances = o.max_instances ? o.max_instances : 256};
+                    .max_instances = o.max_instances ? o.max_instances : 256,
+                    .logs = logs,
+                    .state_dir = state_dir};
     pthread_mutex_init(&d.mu, NULL);
     d.lib_paths = calloc(o.n_lib_paths + 1, sizeof *d.lib_paths);
     for (size_t i = 0; i < o.n_lib_paths; i++) {
@@ -367,6 +396,17 @@ int main(int argc, char **argv)
         atomic_store(&orderly_exit, true);
         return 1;
     }
+    zfd_http *http = NULL;
+    if (o.http && !(http = zfd_http_start(&d, o.http, why, sizeof why))) {
+        zfd_log(ZF_LOG_ERROR, "--http %s", why);
+        zf_server_stop(srv);
+        zf_runtime_destroy(d.rt);
+        atomic_store(&orderly_exit, true);
+        return 2;
+    }
+    if (http)
+        zfd_log(ZF_LOG_INFO, "http: /metrics and the live page on %s (port %u)", o.http,
+                zfd_http_port(http));
     zfd_log(ZF_LOG_INFO, "worker '%s' ready (pid %d, socket %s, %zu lib path%s)", d.name,
             (int)getpid(), d.socket, d.n_lib_paths, d.n_lib_paths == 1 ? "" : "s");
 
@@ -381,6 +421,7 @@ int main(int argc, char **argv)
         break;
     }
     atomic_store(&d.stopping, true);
+    zfd_http_stop(http);
     const char *signame = sig == SIGINT ? "SIGINT" : "SIGTERM";
     bool clean = zf_server_stop(srv);
     /* Every instance in the table is destroyed gracefully, even when a
@@ -402,6 +443,9 @@ int main(int argc, char **argv)
         return 1;
     }
     zf_runtime_destroy(d.rt);
+    zf_log_set(zf_log_stderr, NULL, zfd_log_level);
+    zfd_logs_close(logs);
+    free(state_dir);
     for (size_t i = 0; i < d.n_lib_paths; i++)
         free(d.lib_paths[i]);
     free(d.lib_paths);

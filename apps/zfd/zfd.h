@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 typedef struct entry entry;
+typedef struct zfd_logs zfd_logs;
 
 #define ZFD_MAX_LIB_PATHS 64
 
@@ -25,10 +26,12 @@ typedef struct zfd_daemon {
     pthread_mutex_t mu; /* the instance table */
     entry *list;
     size_t count;
-    uint64_t started_ns;  /* zf_clock_ns at start */
-    const char *socket;   /* for `workers` */
-    atomic_bool stopping; /* SIGTERM or SIGINT received */
-    zf_cluster *cluster;  /* with --domain (cluster.c), else NULL */
+    uint64_t started_ns;   /* zf_clock_ns at start */
+    const char *socket;    /* for `workers` */
+    atomic_bool stopping;  /* SIGTERM or SIGINT received */
+    zf_cluster *cluster;   /* with --domain (cluster.c), else NULL */
+    zfd_logs *logs;        /* the instances' log files (logs.c) */
+    const char *state_dir; /* --state-dir (logs, recordings) */
 } zfd_daemon;
 
 /* A cluster deploy's part on this worker (cluster.c): the instance's UUID,
@@ -76,6 +79,69 @@ void zfd_destroy_all(zfd_daemon *d);
  * most zfd_log_level (log.c). */
 extern zf_log_level zfd_log_level;
 void zfd_log(zf_log_level level, const char *fmt, ...) ZF_PRINTF(2, 3);
+
+/* Call fn for every instance in the table, in creation order, with the
+ * table locked (fn must not call back into the table). */
+typedef void (*zfd_instance_fn)(void *arg, zf_instance *inst, const char *uuid, const char *name,
+                                double uptime_s);
+void zfd_each_instance(zfd_daemon *d, zfd_instance_fn fn, void *arg);
+
+/* ---- the HTTP side (http.c, page.c; docs/operations.md) ---- */
+typedef struct zfd_http zfd_http;
+/* Serve /metrics, / (the live page) and its /api/ on addr ("PORT",
+ * "HOST:PORT", "[V6]:PORT"; a missing host is 127.0.0.1). NULL with why in
+ * err. */
+zfd_http *zfd_http_start(zfd_daemon *d, const char *addr, char *err, size_t errlen);
+void zfd_http_stop(zfd_http *h);
+/* The port it listens on (the one the system chose for port 0). */
+unsigned zfd_http_port(const zfd_http *h);
+/* The Prometheus text for the whole daemon; the caller frees it. */
+char *zfd_metrics_text(zfd_daemon *d);
+/* The live page (a NUL-terminated HTML document). */
+extern const char zfd_page_html[];
+
+/* `echo` and `hz` on inst (taps.c): the response text. */
+char *zfd_echo(zf_instance *inst, const char *uuid, const zf_request *req);
+char *zfd_hz(zf_instance *inst, const char *uuid, const zf_request *req);
+
+/* `record` (record.c): start or stop recording inst into
+ * STATE/recordings/FILE; the response text. zfd_record_end stops the
+ * instance's recording, if any (its destroy, after the drain). */
+char *zfd_record(zfd_daemon *d, zf_instance *inst, const char *uuid, const zf_request *req);
+void zfd_record_end(const char *uuid);
+
+/* ---- the log store (logs.c, docs/operations.md) ---- */
+
+/* The state directory when --state-dir is not given: systemd's
+ * $STATE_DIRECTORY, else /var/lib/zflow for root, else
+ * $XDG_STATE_HOME/zflow, ~/.local/state/zflow, or /tmp/zflow-UID/state.
+ * The caller frees it. */
+char *zfd_default_state_dir(void);
+/* Open (create) STATE/logs; files rotate past max_bytes each. Lines at most
+ * stderr_level also go to stderr; lines about an instance at most
+ * keep_level are kept. NULL with why in err. */
+zfd_logs *zfd_logs_open(const char *state_dir, uint64_t max_bytes, zf_log_level stderr_level,
+                        zf_log_level keep_level, char *err, size_t errlen);
+void zfd_logs_close(zfd_logs *lg);
+/* The library's entry logger (zf_log_set_entry), arg a zfd_logs. */
+void zfd_logs_entry(void *arg, const zf_log_entry *e);
+/* Close the files of a destroyed instance (they stay on disk). */
+void zfd_logs_forget(zfd_logs *lg, const char *uuid);
+/* Whether uuid (a whole UUID) has a log folder: a destroyed instance's
+ * logs can still be read. */
+bool zfd_logs_known(zfd_logs *lg, const char *uuid);
+/* The `logs` request's answer for instance uuid. */
+char *zfd_logs_query(zfd_logs *lg, const char *uuid, const zf_request *req);
+
+/* ---- live figures in answers (live.c), written into w ---- */
+/* nodes, nodes_running, cpu_1s, cpu_10s, cpu_s, mem_bytes, held_bytes,
+ * held_capsules of inst, as members of the open object. */
+void zfd_live_summary(zf_json_writer *w, zf_instance *inst);
+/* Node i's / link i's rates (l may be NULL: zeros), as members. */
+void zfd_live_node(zf_json_writer *w, const zf_instance_live *l, size_t i);
+void zfd_live_link(zf_json_writer *w, const zf_instance_live *l, size_t i);
+/* window_1s, window_10s and the instance's CPU, as members. */
+void zfd_live_windows(zf_json_writer *w, const zf_instance_live *l);
 
 /* A folder allowed for node code: its real path, or NULL (and why). */
 char *zfd_real_dir(const char *dir);

@@ -54,7 +54,7 @@ typedef struct zf_cluster_options {
  *  each worker its own. Errors: ZF_EINVAL (no name, bad domain, unreadable
  *  key file), ZF_EBUSY (a cluster exists in this process already), ZF_ESYS
  *  (DDS refused: the message says why). */
-ZF_EXPORT zf_err zf_cluster_create(const zf_cluster_options *opt, zf_cluster **out);
+ZF_EXPORT ZF_NODISCARD zf_err zf_cluster_create(const zf_cluster_options *opt, zf_cluster **out);
 
 /** Leave the domain (the others see this worker leave, not lost) and free
  *  the cluster. Every instance with bridge endpoints must be destroyed
@@ -81,7 +81,7 @@ typedef struct zf_worker_info {
 
 /** Every worker seen (this one first), alive or not: *out is an array the
  *  caller frees with free(), *n its length. ZF_ENOMEM. */
-ZF_EXPORT zf_err zf_cluster_workers(zf_cluster *c, zf_worker_info **out, size_t *n);
+ZF_EXPORT ZF_NODISCARD zf_err zf_cluster_workers(zf_cluster *c, zf_worker_info **out, size_t *n);
 
 /** Whether worker `name` is alive (this worker is). */
 ZF_EXPORT bool zf_cluster_alive(zf_cluster *c, const char *name);
@@ -93,9 +93,9 @@ ZF_EXPORT bool zf_cluster_alive(zf_cluster *c, const char *name);
  *  then holds why, malloc'd). A request to this worker itself runs its
  *  handler directly. Returns ZF_OK when every worker replied, else
  *  ZF_ETIMEDOUT (or ZF_ENOMEM, ZF_EINVAL). */
-ZF_EXPORT zf_err zf_cluster_call(zf_cluster *c, size_t n, const char *const *workers,
-                                 const char *const *bodies, int timeout_ms, char **replies,
-                                 char **errors);
+ZF_EXPORT ZF_NODISCARD zf_err zf_cluster_call(zf_cluster *c, size_t n, const char *const *workers,
+                                              const char *const *bodies, int timeout_ms,
+                                              char **replies, char **errors);
 
 /** Control messages sent and received so far, and refused ones (bad or
  *  missing signature). */
@@ -113,8 +113,8 @@ ZF_EXPORT size_t zf_cluster_entities(zf_cluster *c, const char *uuid);
 /** The workers flow f runs on: those of its `mapping`, and default_worker
  *  when a node is unmapped. *out is an array of strings owned by f (free()
  *  the array), *n its length, in order of first appearance. ZF_ENOMEM. */
-ZF_EXPORT zf_err zf_flow_workers(const zf_flow *f, const char *default_worker, const char ***out,
-                                 size_t *n);
+ZF_EXPORT ZF_NODISCARD zf_err zf_flow_workers(const zf_flow *f, const char *default_worker,
+                                              const char ***out, size_t *n);
 
 /** The part of f that `worker` creates for instance `uuid`: the nodes
  *  mapped to it (unmapped ones when it is default_worker), and for every
@@ -124,8 +124,9 @@ ZF_EXPORT zf_err zf_flow_workers(const zf_flow *f, const char *default_worker, c
  *  are zf/<uuid>/<node>/<port>. The part carries the instance's UUID.
  *  On ZF_OK the caller owns *out (zf_flow_free). Errors: ZF_ENOTFOUND (no
  *  node goes to `worker`), ZF_ENOMEM. */
-ZF_EXPORT zf_err zf_flow_part(const zf_flow *f, const char *worker, const char *default_worker,
-                              const char *uuid, zf_flow **out);
+ZF_EXPORT ZF_NODISCARD zf_err zf_flow_part(const zf_flow *f, const char *worker,
+                                           const char *default_worker, const char *uuid,
+                                           zf_flow **out);
 
 #ifdef __cplusplus
 }

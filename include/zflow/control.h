@@ -29,7 +29,12 @@ extern "C" {
     X(ZF_OP_SUSPEND, 5, "suspend")                                                                 \
     X(ZF_OP_RESUME, 6, "resume")                                                                   \
     X(ZF_OP_DESTROY, 7, "destroy") /* graceful stop; the stop report */                            \
-    X(ZF_OP_WORKERS, 8, "workers") /* the daemons reachable */
+    X(ZF_OP_WORKERS, 8, "workers") /* the daemons reachable */                                     \
+    X(ZF_OP_LOGS, 9, "logs")       /* an instance's log lines (docs/operations.md) */              \
+    X(ZF_OP_ECHO, 10, "echo")      /* capsules passing a link: metadata and first bytes */         \
+    X(ZF_OP_HZ, 11, "hz")          /* the rate of a link, measured over a window */                \
+    X(ZF_OP_RECORD, 12, "record")  /* start (start: true) or stop recording an instance's outputs  \
+                                    */
 
 typedef enum zf_op { ZF_OP_MAP(ZF_ENUM_VALUE_) ZF_OP_COUNT } zf_op;
 
@@ -48,6 +53,17 @@ typedef struct zf_request {
     const char *const *vars; /**< deploy: "KEY=VALUE" */
     size_t n_vars;           /**< entries of vars */
     bool start;              /**< deploy: start at once (default true) */
+    /* logs (docs/operations.md): filters, and a cursor to follow */
+    const char *node;   /**< only this node's lines (NULL: every line) */
+    const char *level;  /**< at most this verbose ("error" ... "trace") */
+    const char *grep;   /**< an extended regular expression the line must match */
+    const char *since;  /**< a duration: lines of the last D only */
+    uint64_t after;     /**< follow: lines after this cursor (0: the history) */
+    int wait_ms;        /**< logs, echo, hz: wait up to this long (0..30000) */
+    const char *link;   /**< echo, hz: the output tapped, "node.port" */
+    int count;          /**< echo: capsules to show at most (0: 10; up to 1000) */
+    const char *file;   /**< record: the recording's file name (in the daemon's folder) */
+    uint64_t max_bytes; /**< record: the file's size limit (0: none) */
 } zf_request;
 
 /** Decode a request (JSON text). Every field is checked for presence, kind

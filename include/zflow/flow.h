@@ -170,13 +170,14 @@ ZF_EXPORT const char *zf_instance_state_name(zf_instance_state s);
 
 #define ZF_NODE_STATE_MAP(X)                                                                       \
     X(ZF_NODE_RUNNING, 0, "RUNNING")                                                               \
-    X(ZF_NODE_DEGRADED, 1, "DEGRADED") /* hung or failing; its inputs shed load */                 \
-    X(ZF_NODE_FAILED, 2, "FAILED")     /* gave up (init failed, or abandoned at stop) */           \
-    X(ZF_NODE_DONE, 3, "DONE")         /* saw end of stream on every input */
+    X(ZF_NODE_DEGRADED, 1, "DEGRADED")   /* hung or failing; its inputs shed load */               \
+    X(ZF_NODE_FAILED, 2, "FAILED")       /* gave up (init failed, or abandoned at stop) */         \
+    X(ZF_NODE_DONE, 3, "DONE")           /* saw end of stream on every input */                    \
+    X(ZF_NODE_SUSPENDED, 4, "SUSPENDED") /* its instance is SUSPENDED (statistics only) */
 
 typedef enum zf_node_state { ZF_NODE_STATE_MAP(ZF_ENUM_VALUE_) } zf_node_state;
 
-/** "RUNNING", "DEGRADED", "FAILED", "DONE" (ZF_UNKNOWN_NAME otherwise). */
+/** "RUNNING", "DEGRADED", "FAILED", "DONE", "SUSPENDED" (ZF_UNKNOWN_NAME otherwise). */
 ZF_EXPORT const char *zf_node_state_name(zf_node_state s);
 
 typedef struct zf_instance_options {
@@ -195,6 +196,14 @@ typedef struct zf_instance_options {
      *  process's user could change (zf_code_path_check refuses it by
      *  default). */
     bool allow_writable_code;
+    /** Replay this recording (zflow/ops.h, zf_recording_open): the sources
+     *  that produced its links are replaced by replay sources. NULL: none.
+     *  Not owned: it must outlive the instance. */
+    struct zf_recording *replay;
+    /** Where `record:` links write (only plain file names are accepted
+     *  then: a daemon passes its own folder); NULL: a file relative to the
+     *  descriptor's folder, or absolute. */
+    const char *record_dir;
 } zf_instance_options;
 
 /** Whether `path` (absolute, a file or a folder) and every folder above it

@@ -26,8 +26,11 @@
 #include <zflow/flow.h>
 #include <zflow/json.h>
 #include <zflow/node.h>
+#include <zflow/ops.h>
 /* Headers of further concepts are added here, one #include each. */
 
 #include "cluster.h" /* workers over Cyclone DDS (docs/cluster.md) */
+
+#include <zflow/ops.h> /* operating: log entries, live figures */
 
 #endif /* ZFLOW_H */

@@ -89,7 +89,41 @@ static zf_err str_field(const zf_config *o, const char *key, bool required, size
 static bool needs_id(zf_op op)
 {
     return op == ZF_OP_STATUS || op == ZF_OP_START || op == ZF_OP_SUSPEND || op == ZF_OP_RESUME ||
-           op == ZF_OP_DESTROY;
+           op == ZF_OP_DESTROY || op == ZF_OP_LOGS || op == ZF_OP_ECHO || op == ZF_OP_HZ ||
+           op == ZF_OP_RECORD;
+}
+
+/* The fields of `logs`: filters, checked like every string, and the
+ * follow cursor. */
+static zf_err logs_fields(const zf_config *o, zf_request *r)
+{
+    zf_err e;
+    if ((e = str_field(o, "node", false, MAX_NAME, false, &r->node)) != ZF_OK ||
+        (e = str_field(o, "level", false, 16, false, &r->level)) != ZF_OK ||
+        (e = str_field(o, "grep", false, 256, false, &r->grep)) != ZF_OK ||
+        (e = str_field(o, "since", false, 32, false, &r->since)) != ZF_OK)
+        return e;
+    const zf_config *after = zfi_config_member(o, "after"), *wait = zfi_config_member(o, "wait_ms");
+    if (after && (after->kind != ZF_CFG_INT || after->i < 0))
+        return bad("field 'after' must be an integer >= 0 (a cursor)");
+    if (wait && (wait->kind != ZF_CFG_INT || wait->i < 0 || wait->i > 30000))
+        return bad("field 'wait_ms' must be an integer from 0 to 30000");
+    r->after = after ? (uint64_t)after->i : 0;
+    r->wait_ms = wait ? (int)wait->i : 0;
+    bool tap = r->op == ZF_OP_ECHO || r->op == ZF_OP_HZ;
+    if ((e = str_field(o, "link", tap, MAX_PATH, false, &r->link)) != ZF_OK)
+        return e;
+    const zf_config *count = zfi_config_member(o, "count");
+    if (count && (count->kind != ZF_CFG_INT || count->i < 0 || count->i > 1000))
+        return bad("field 'count' must be an integer from 0 to 1000");
+    r->count = count ? (int)count->i : 0;
+    if ((e = str_field(o, "file", false, 255, false, &r->file)) != ZF_OK)
+        return e;
+    const zf_config *mb = zfi_config_member(o, "max_bytes");
+    if (mb && (mb->kind != ZF_CFG_INT || mb->i < 0))
+        return bad("field 'max_bytes' must be an integer >= 0");
+    r->max_bytes = mb ? (uint64_t)mb->i : 0;
+    return ZF_OK;
 }
 
 static zf_err decode(request_impl *x)
@@ -97,8 +131,9 @@ static zf_err decode(request_impl *x)
     const zf_config *o = x->tree;
     if (o->kind != ZF_CFG_MAP)
         return bad("a request is a JSON object");
-    static const char *const known[] = {"v",    "op",   "id",   "descriptor",
-                                        "path", "name", "vars", "start"};
+    static const char *const known[] = {
+        "v",     "op",   "id",    "descriptor", "path",    "name", "vars",  "start", "node",
+        "level", "grep", "since", "after",      "wait_ms", "link", "count", "file",  "max_bytes"};
     for (size_t i = 0; i < o->n; i++) {
         bool ok = false;
         for (size_t k = 0; k < ZFI_ARRAY_LEN(known) && !ok; k++)
@@ -129,7 +164,7 @@ static zf_err decode(request_impl *x)
             x->r.op = (zf_op)i;
     if (x->r.op == ZF_OP_COUNT)
         return bad("unknown op '%.32s' (expected hello, deploy, list, status, start, suspend, "
-                   "resume, destroy or workers)",
+                   "resume, destroy, workers, logs, echo, hz or record)",
                    op); /* printable: str_field checked it */
     if ((e = str_field(o, "id", needs_id(x->r.op), MAX_ID, false, &x->r.id)) != ZF_OK)
         return e;
@@ -162,6 +197,8 @@ static zf_err decode(request_impl *x)
         x->r.vars = x->vars;
         x->r.n_vars = vars->n;
     }
+    if ((e = logs_fields(o, &x->r)) != ZF_OK)
+        return e;
     x->r.start = true;
     const zf_config *start = zfi_config_member(o, "start");
     if (start) {
@@ -216,8 +253,22 @@ char *zf_request_encode(const zf_request *r)
             zf_json_put_string(w, NULL, r->vars[i]);
         zf_json_close(w);
     }
-    if (r->op == ZF_OP_DEPLOY)
+    if (r->op == ZF_OP_DEPLOY || r->op == ZF_OP_RECORD)
         zf_json_put_bool(w, "start", r->start);
+    optional(w, "node", r->node);
+    optional(w, "level", r->level);
+    optional(w, "grep", r->grep);
+    optional(w, "since", r->since);
+    if (r->after)
+        zf_json_put_uint(w, "after", r->after);
+    if (r->wait_ms)
+        zf_json_put_int(w, "wait_ms", r->wait_ms);
+    optional(w, "link", r->link);
+    if (r->count)
+        zf_json_put_int(w, "count", r->count);
+    optional(w, "file", r->file);
+    if (r->max_bytes)
+        zf_json_put_uint(w, "max_bytes", r->max_bytes);
     zf_json_close(w);
     return zf_json_writer_finish(w);
 }

@@ -47,6 +47,21 @@ void zfi_error_clear(void);
 void zfi_log(zf_log_level level, const char *scope, const char *fmt, ...) ZF_PRINTF(3, 4);
 void zfi_vlog(zf_log_level level, const char *scope, const char *fmt, va_list ap) ZF_PRINTF(3, 0);
 bool zfi_log_enabled(zf_log_level level);
+/* Whom a line is about (zf_log_entry's instance and node); the strings
+ * live as long as what they name. */
+typedef struct zfi_log_origin {
+    const char *instance, *instance_name, *node;
+} zfi_log_origin;
+/* Log about o (NULL: the node whose code runs on this thread, if any). */
+void zfi_log_at(const zfi_log_origin *o, zf_log_level level, const char *scope, const char *fmt,
+                ...) ZF_PRINTF(4, 5);
+void zfi_vlog_at(const zfi_log_origin *o, zf_log_level level, const char *scope, const char *fmt,
+                 va_list ap) ZF_PRINTF(4, 0);
+/* A line as it is (no format). */
+void zfi_log_text(const zfi_log_origin *o, zf_log_level level, const char *scope, const char *msg);
+/* The runtime tells the logger how to find the origin of the node in
+ * zfi_ctx_get()->node (core does not know nodes). */
+void zfi_log_set_origin_lookup(const zfi_log_origin *(*fn)(void *node));
 
 /* A programmer error (broken invariant): log at ERROR, then abort. If no
  * logger is installed the message goes to stderr, the one place the library

@@ -43,6 +43,7 @@
 
 #include "core/capsule.h"
 #include "core/futex.h"
+#include "core/tap.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -91,6 +92,9 @@ struct zf_link {
     _Atomic uint32_t breaker;
     _Atomic uint32_t room_wanted; /* a producer node is parked until room */
     _Atomic uint32_t spill_n;     /* capsules in the spill list */
+    _Atomic uint32_t tapped;      /* a tap is attached: pushes take the slow path */
+    _Atomic uint32_t tap_users;   /* pushes offering to the tap right now */
+    _Atomic(zfi_tap *) tap;
     zfi_evc data_evc, room_evc;
 
     /* Written on drops, bursts and blocking only. */
@@ -492,6 +496,15 @@ static __attribute__((noinline)) zf_err push_slow(zf_link *l, zf_data **d, enum 
     }
     if (t0)
         atomic_fetch_add(&l->blocked_ns, zf_clock_ns() - t0);
+    if (ZFI_UNLIKELY(atomic_load_explicit(&l->tapped, memory_order_relaxed))) {
+        /* Announce the offer, then read the tap: a detach (tapped 0, tap
+         * NULL, then waits for tap_users 0) either is seen or waits. */
+        atomic_fetch_add_explicit(&l->tap_users, 1, memory_order_seq_cst);
+        zfi_tap *tp = atomic_load_explicit(&l->tap, memory_order_seq_cst);
+        if (tp)
+            zfi_tap_offer(tp, c);
+        atomic_fetch_sub_explicit(&l->tap_users, 1, memory_order_release);
+    }
     zfi_handle h = zfi_handle_of(c);
     *d = NULL;
     if (ZFI_UNLIKELY(!enqueue(l, h))) {
@@ -515,7 +528,8 @@ static inline zf_err push(zf_link *l, zf_data **d, enum push_mode mode, int64_t 
         c->ts = zf_clock_ns(); /* stamped when first sent */
     uint64_t t = atomic_load_explicit(&l->tail, memory_order_relaxed);
     if (ZFI_UNLIKELY(atomic_load_explicit(&l->closed, memory_order_relaxed) |
-                     atomic_load_explicit(&l->spill_n, memory_order_relaxed)) ||
+                     atomic_load_explicit(&l->spill_n, memory_order_relaxed) |
+                     atomic_load_explicit(&l->tapped, memory_order_relaxed)) ||
         l->max_bytes ||
         t - atomic_load_explicit(&l->head_seen, memory_order_relaxed) >= l->capacity)
         return push_slow(l, d, mode, timeout_ns, own, park);
@@ -651,6 +665,11 @@ void zf_link_close(zf_link *l)
         return;
     if (atomic_exchange_explicit(&l->closed, 1, memory_order_seq_cst))
         return;
+    atomic_fetch_add_explicit(&l->tap_users, 1, memory_order_seq_cst);
+    zfi_tap *tp = atomic_load_explicit(&l->tap, memory_order_seq_cst);
+    if (tp)
+        zfi_tap_end(tp);
+    atomic_fetch_sub_explicit(&l->tap_users, 1, memory_order_release);
     zfi_evc_notify(&l->room_evc);
     if (atomic_exchange(&l->room_wanted, 0) && l->on_room)
         l->on_room(l->room_arg);
@@ -681,6 +700,36 @@ void zf_link_stats_get(const zf_link *cl, zf_link_stats *out)
     out->capacity = l->capacity;
     out->policy = l->policy;
     out->blocked_ns = atomic_load(&l->blocked_ns);
+}
+
+zf_err zfi_link_tap_attach(zf_link *l, zfi_tap *t)
+{
+    zfi_tap *none = NULL;
+    if (!atomic_compare_exchange_strong(&l->tap, &none, t))
+        return zfi_error(ZF_EBUSY, "the link is already tapped (one tap at a time)");
+    atomic_store(&l->tapped, 1);
+    if (atomic_load(&l->closed))
+        zfi_tap_end(t);
+    return ZF_OK;
+}
+
+void zfi_link_tap_detach(zf_link *l, zfi_tap *t)
+{
+    if (atomic_load(&l->tap) != t)
+        return;
+    atomic_store(&l->tapped, 0);
+    atomic_store(&l->tap, NULL);
+    /* An offer in flight is a few instructions (a try-lock, a copy): wait
+     * for it to leave the tap before the tap is freed. */
+    while (atomic_load_explicit(&l->tap_users, memory_order_acquire))
+        zfi_cpu_relax();
+}
+
+void zfi_link_bytes(const zf_link *cl, uint64_t *in, uint64_t *out)
+{
+    zf_link *l = (zf_link *)cl;
+    *out = ld(&l->bytes_out) + ld(&l->bytes_out_x); /* consumers first: in >= out */
+    *in = ld(&l->bytes_in) + ld(&l->bytes_in_x);
 }
 
 bool zfi_link_drained(zf_link *l)

@@ -44,6 +44,9 @@ bool zfi_link_want_room(zf_link *l);
 void zfi_link_set_breaker(zf_link *l, bool open);
 /* Drop every queued capsule (counted as dropped); returns how many. */
 size_t zfi_link_flush(zf_link *l);
+/* Bytes counted in (by producers) and out (by consumers) so far: the
+ * one-writer counters, read without touching the hot lines' writers. */
+void zfi_link_bytes(const zf_link *l, uint64_t *in, uint64_t *out);
 /* Account time a parked producer waited for room. */
 void zfi_link_add_blocked(zf_link *l, uint64_t ns);
 

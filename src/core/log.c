@@ -1,5 +1,6 @@
 /* The process-wide logger. The library never prints: it hands lines to the
  * logger the application installed (none by default). */
+#include "core/capsule.h"
 #include "core/common.h"
 
 #include <stdatomic.h>
@@ -12,7 +13,8 @@
 /* The logger is set once at startup in practice; fn and arg are published
  * together behind one pointer so a reader never sees a torn pair. */
 typedef struct logger {
-    zf_log_fn fn;
+    zf_log_fn fn;             /* a plain logger, or */
+    zf_log_entry_fn entry_fn; /* one that receives whole entries */
     void *arg;
 } logger;
 
@@ -21,17 +23,37 @@ static _Atomic(logger *) current;
 static atomic_int max_level = ZF_LOG_INFO;
 static atomic_int slot;
 
-void zf_log_set(zf_log_fn fn, void *arg, zf_log_level level)
+static void install(zf_log_fn fn, zf_log_entry_fn entry_fn, void *arg, zf_log_level level)
 {
-    if (!fn) {
+    if (!fn && !entry_fn) {
         atomic_store(&current, NULL);
         return;
     }
     int s = atomic_fetch_xor(&slot, 1) ^ 1;
     loggers[s].fn = fn;
+    loggers[s].entry_fn = entry_fn;
     loggers[s].arg = arg;
     atomic_store(&max_level, (int)level);
     atomic_store(&current, &loggers[s]);
+}
+
+void zf_log_set(zf_log_fn fn, void *arg, zf_log_level level)
+{
+    install(fn, NULL, arg, level);
+}
+
+void zf_log_set_entry(zf_log_entry_fn fn, void *arg, zf_log_level level)
+{
+    install(NULL, fn, arg, level);
+}
+
+/* Who a line is about when the caller does not say: the node whose code
+ * runs on this thread (the runtime registers the lookup). */
+static const zfi_log_origin *(*_Atomic origin_of)(void *node);
+
+void zfi_log_set_origin_lookup(const zfi_log_origin *(*fn)(void *node))
+{
+    atomic_store(&origin_of, fn);
 }
 
 bool zfi_log_enabled(zf_log_level level)
@@ -40,14 +62,68 @@ bool zfi_log_enabled(zf_log_level level)
            (int)level <= atomic_load_explicit(&max_level, memory_order_relaxed);
 }
 
-void zfi_vlog(zf_log_level level, const char *scope, const char *fmt, va_list ap)
+static uint64_t realtime_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void emit(logger *l, const zfi_log_origin *o, zf_log_level level, const char *scope,
+                 const char *msg)
+{
+    if (!o) {
+        const zfi_log_origin *(*fn)(void *) =
+            atomic_load_explicit(&origin_of, memory_order_relaxed);
+        void *node = zfi_ctx_get()->node;
+        o = fn && node ? fn(node) : NULL;
+    }
+    scope = scope ? scope : "zflow";
+    if (l->fn) {
+        l->fn(l->arg, level, scope, msg);
+        return;
+    }
+    zf_log_entry e = {.realtime_ns = realtime_ns(),
+                      .level = level,
+                      .scope = scope,
+                      .msg = msg,
+                      .instance = o ? o->instance : NULL,
+                      .instance_name = o ? o->instance_name : NULL,
+                      .node = o ? o->node : NULL};
+    l->entry_fn(l->arg, &e);
+}
+
+void zfi_vlog_at(const zfi_log_origin *o, zf_log_level level, const char *scope, const char *fmt,
+                 va_list ap)
 {
     logger *l = atomic_load_explicit(&current, memory_order_acquire);
     if (!l || (int)level > atomic_load_explicit(&max_level, memory_order_relaxed))
         return;
     char msg[2048];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    l->fn(l->arg, level, scope ? scope : "zflow", msg);
+    emit(l, o, level, scope, msg);
+}
+
+void zfi_vlog(zf_log_level level, const char *scope, const char *fmt, va_list ap)
+{
+    zfi_vlog_at(NULL, level, scope, fmt, ap);
+}
+
+void zfi_log_at(const zfi_log_origin *o, zf_log_level level, const char *scope, const char *fmt,
+                ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    zfi_vlog_at(o, level, scope, fmt, ap);
+    va_end(ap);
+}
+
+void zfi_log_text(const zfi_log_origin *o, zf_log_level level, const char *scope, const char *msg)
+{
+    logger *l = atomic_load_explicit(&current, memory_order_acquire);
+    if (!l || (int)level > atomic_load_explicit(&max_level, memory_order_relaxed))
+        return;
+    emit(l, o, level, scope, msg);
 }
 
 void zfi_log(zf_log_level level, const char *scope, const char *fmt, ...)
@@ -94,23 +170,41 @@ static void escape_line(zfi_buf *b, const char *msg)
     }
 }
 
+/* "TIME LEVEL [SCOPE] MSG\n"; time with `digits` decimals of a second. */
+static void format_entry(zfi_buf *b, const zf_log_entry *e, int digits)
+{
+    time_t sec = (time_t)(e->realtime_ns / 1000000000u);
+    long frac = (long)(e->realtime_ns % 1000000000u);
+    struct tm tm;
+    gmtime_r(&sec, &tm);
+    for (int k = digits; k < 9; k++)
+        frac /= 10;
+    const char *lv = zf_log_level_name(e->level);
+    zfi_buf_printf(b, "%04d-%02d-%02dT%02d:%02d:%02d.%0*ldZ %-5s [", tm.tm_year + 1900,
+                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, digits, frac, lv);
+    escape_line(b, e->scope ? e->scope : "");
+    zfi_buf_puts(b, "] ");
+    escape_line(b, e->msg ? e->msg : "");
+    zfi_buf_puts(b, "\n");
+}
+
+char *zf_log_entry_format(const zf_log_entry *e)
+{
+    if (!e)
+        return NULL;
+    zfi_buf b;
+    zfi_buf_init(&b);
+    format_entry(&b, e, 6);
+    return zfi_buf_steal(&b);
+}
+
 void zf_log_stderr(void *arg, zf_log_level level, const char *scope, const char *msg)
 {
     ZFI_UNUSED(arg);
-    struct timespec ts;
-    struct tm tm;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    const char *lv = zf_log_level_name(level);
+    zf_log_entry e = {.realtime_ns = realtime_ns(), .level = level, .scope = scope, .msg = msg};
     zfi_buf b;
     zfi_buf_init(&b);
-    zfi_buf_printf(&b, "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ %-5s [", tm.tm_year + 1900,
-                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                   ts.tv_nsec / 1000000, lv);
-    escape_line(&b, scope ? scope : "");
-    zfi_buf_puts(&b, "] ");
-    escape_line(&b, msg ? msg : "");
-    zfi_buf_puts(&b, "\n");
+    format_entry(&b, &e, 3);
     if (b.s)
         fwrite(b.s, 1, b.len, stderr); /* one write: lines of threads do not mix */
     zfi_buf_free(&b);

@@ -81,6 +81,7 @@ typedef struct zfi_link {
     size_t from, from_port; /* node index, output index */
     size_t to, to_port;     /* node index, input index */
     zf_link_config queue;
+    const char *record; /* `record: FILE`: record this link's output there (interned), or NULL */
     const char *file;
     unsigned line, col;
 } zfi_link;

@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const link_fields[] = {"from",          "to",  "queue",
+static const char *const link_fields[] = {"from",          "to",  "queue",        "record",
                                           "shared_memory", "shm", "shared-memory"};
+#define FIRST_SHM 4 /* link_fields[FIRST_SHM...]: the shared-memory spellings */
 
 /* Zenoh's shared-memory settings of a link, under any of Zenoh-Flow's
  * spellings (`shared_memory`, `shm`, `shared-memory`): zflow always hands
@@ -17,7 +18,7 @@ static const char *const link_fields[] = {"from",          "to",  "queue",
 static void shared_memory(zfi_loader *ld, const zf_config *item, const char *field)
 {
     const char *given = NULL;
-    for (size_t i = 3; i < ZFI_ARRAY_LEN(link_fields); i++) {
+    for (size_t i = FIRST_SHM; i < ZFI_ARRAY_LEN(link_fields); i++) {
         const zf_config *c = zfi_config_member(item, link_fields[i]);
         if (!c)
             continue;
@@ -122,7 +123,7 @@ static zfi_end endpoint(zfi_loader *ld, const zfi_level *lv, const zf_config *m,
 }
 
 static void add_link(zfi_loader *ld, const zf_config *item, const char *field, zfi_end from,
-                     zfi_end to, const zf_link_config *q)
+                     zfi_end to, const zf_link_config *q, const char *record)
 {
     if (from.st == END_OK)
         ld->aux[from.node].out_n[from.port]++;
@@ -161,6 +162,7 @@ static void add_link(zfi_loader *ld, const zf_config *item, const char *field, z
                                           .to = (size_t)to.node,
                                           .to_port = (size_t)to.port,
                                           .queue = *q,
+                                          .record = record,
                                           .file = item->file,
                                           .line = item->line,
                                           .col = item->col};
@@ -193,7 +195,17 @@ void zfi_links(zfi_loader *ld, zfi_level *lv, const zf_config *list)
         const zf_config *qc = zfi_config_member(item, "queue");
         if (qc)
             zfi_parse_queue(ld, qc, zfi_field(g, f, "queue"), &q);
-        add_link(ld, item, f, e1, e2, &q);
+        /* record: FILE (operations.md): the runtime records the link's
+         * output into FILE while the instance lives */
+        const zf_config *rc = zfi_config_member(item, "record");
+        const char *record = NULL;
+        if (rc && (rc->kind != ZF_CFG_STRING || !rc->text[0]))
+            zfi_err(ld, ZF_EINVAL, rc, zfi_field(g, f, "record"),
+                    "expected the file to record this link into (a string), found %s",
+                    zfi_kind_name(rc));
+        else if (rc)
+            record = zfi_strings_intern(ld->strings, rc->text);
+        add_link(ld, item, f, e1, e2, &q, record);
     }
 }
 

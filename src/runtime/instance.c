@@ -31,6 +31,7 @@ zf_err zf_runtime_create(const zf_runtime_options *opt, zf_runtime **out)
     pthread_cond_init(&rt->cv, &ca);
     pthread_cond_init(&rt->timer_cv, &ca);
     pthread_condattr_destroy(&ca);
+    zfi_log_set_origin_lookup(zfi_node_log_origin);
     zf_err err = zfi_workers_start(rt);
     if (err == ZF_OK)
         err = zfi_timer_start(rt);
@@ -95,6 +96,7 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
     n->inst = inst;
     n->desc = nd;
     n->index = i;
+    n->origin = (zfi_log_origin){inst->uuid, inst->name, nd->id};
     if (nd->isolation == ZFI_ISOLATION_PROCESS) {
         free(n);
         return zfi_diag_add(diag, ZF_EINVAL, nd->file, nd->line, nd->col, "isolation",
@@ -102,10 +104,14 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
                             "use isolation: thread",
                             nd->id);
     }
-    zf_err err = nd->builtin
-                     ? zfi_builtin_node(nd, &n->lib)
-                     : zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
-                                     inst->allow_writable_code, &n->lib, diag);
+    bool replaced = false;
+    zf_err err = inst->replay && !nd->builtin
+                     ? zfi_replay_load(inst->replay, nd, &n->lib, &replaced, diag)
+                     : ZF_OK;
+    if (err == ZF_OK && !replaced)
+        err = nd->builtin ? zfi_builtin_node(nd, &n->lib)
+                          : zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
+                                          inst->allow_writable_code, &n->lib, diag);
     if (err != ZF_OK) {
         free(n);
         return err;
@@ -299,6 +305,7 @@ void zfi_instance_free(zf_instance *inst)
     for (size_t i = 0; i < inst->n_code_dirs; i++)
         free(inst->code_dirs[i]);
     free(inst->code_dirs);
+    zfi_rates_free(inst->rates);
     zf_flow_free(inst->flow);
     pthread_mutex_destroy(&inst->mu);
     pthread_cond_destroy(&inst->cv);
@@ -339,6 +346,7 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     else
         zfi_uuid_v4(inst->uuid);
     inst->name = zfi_strdup(opt && opt->name && *opt->name ? opt->name : f->name);
+    inst->origin = (zfi_log_origin){inst->uuid, inst->name, NULL};
     pthread_mutex_init(&inst->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -374,6 +382,7 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     }
     inst->n_nodes = f->n_nodes;
     inst->allow_writable_code = opt && opt->allow_writable_code;
+    inst->replay = opt ? opt->replay : NULL;
     if (opt && opt->n_code_dirs && opt->code_dirs) {
         inst->code_dirs = zfi_calloc(opt->n_code_dirs, sizeof *inst->code_dirs);
         for (size_t i = 0; inst->code_dirs && i < opt->n_code_dirs; i++)
@@ -384,6 +393,8 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
             goto fail;
         }
     }
+    if (inst->replay && (err = zfi_replay_check(inst->replay, f, diag)) != ZF_OK)
+        goto fail;
     /* Load every node before failing, to report every problem at once. */
     for (size_t i = 0; i < f->n_nodes; i++) {
         zf_err e = new_node(inst, i, diag, &inst->nodes[i]);
@@ -397,6 +408,10 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     for (size_t i = 0; i < inst->n_nodes; i++)
         if (inst->nodes[i]->decl->kind == ZF_SINK)
             inst->sinks_left++;
+    if (!(inst->rates = zfi_rates_new(inst))) {
+        err = zfi_error(ZF_ENOMEM, "out of memory");
+        goto fail;
+    }
     if ((err = init_nodes(inst, diag)) != ZF_OK) {
         zfi_instance_fini_nodes(inst, NULL);
         if (inst->init_abandoned) {
@@ -408,6 +423,11 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
         }
         goto fail;
     }
+    if ((err = zfi_recorders_start_declared(inst, opt ? opt->record_dir : NULL, diag)) != ZF_OK) {
+        zfi_recorders_stop_owned(inst);
+        zfi_instance_fini_nodes(inst, NULL);
+        goto fail;
+    }
     pthread_mutex_lock(&rt->mu);
     err = check_unique(rt, inst, diag); /* again: another may have come meanwhile */
     if (err == ZF_OK) {
@@ -416,11 +436,12 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     }
     pthread_mutex_unlock(&rt->mu);
     if (err != ZF_OK) {
+        zfi_recorders_stop_owned(inst);
         zfi_instance_fini_nodes(inst, NULL);
         goto fail;
     }
-    zfi_log(ZF_LOG_INFO, "instance", "created %s '%s' (%zu nodes, %zu links)", inst->uuid,
-            inst->name, inst->n_nodes, inst->n_links);
+    zfi_log_at(&inst->origin, ZF_LOG_INFO, "instance", "created %s '%s' (%zu nodes, %zu links)",
+               inst->uuid, inst->name, inst->n_nodes, inst->n_links);
     *out = inst;
     return ZF_OK;
 fail:
@@ -485,8 +506,8 @@ zf_err zf_instance_start(zf_instance *inst)
         if (n->decl->kind != ZF_SOURCE || n->desc->period_ns <= 0)
             zfi_node_notify(n); /* free-running sources, anything with input */
     }
-    zfi_log(ZF_LOG_INFO, "instance", "%s %s", s == ZF_INSTANCE_CREATED ? "started" : "resumed",
-            inst->uuid);
+    zfi_log_at(&inst->origin, ZF_LOG_INFO, "instance", "%s %s",
+               s == ZF_INSTANCE_CREATED ? "started" : "resumed", inst->uuid);
     return ZF_OK;
 }
 
@@ -506,7 +527,7 @@ zf_err zf_instance_suspend(zf_instance *inst)
     atomic_store(&inst->sources_stopped, true);
     set_state(inst, ZF_INSTANCE_SUSPENDED);
     pthread_mutex_unlock(&inst->mu);
-    zfi_log(ZF_LOG_INFO, "instance", "suspended %s", inst->uuid);
+    zfi_log_at(&inst->origin, ZF_LOG_INFO, "instance", "suspended %s", inst->uuid);
     return ZF_OK;
 }
 
@@ -563,7 +584,11 @@ zf_err zf_instance_stats_get(zf_instance *inst, zf_instance_stats **out)
         zf_node_stats *ns = &s->nodes[i];
         ns->id = n->desc->id;
         ns->kind = n->decl->kind;
-        ns->state = n->node_state;
+        /* A node's state follows its instance's: suspended, it runs no
+         * more (a source) or only drains (the others). */
+        ns->state = n->node_state == ZF_NODE_RUNNING && inst->state == ZF_INSTANCE_SUSPENDED
+                        ? ZF_NODE_SUSPENDED
+                        : n->node_state;
         ns->reason = zfi_strdup(n->reason);
         ns->since_ns = n->state_since_ns;
         ns->callbacks = atomic_load(&n->callbacks);

@@ -89,6 +89,7 @@ struct zf_node {
     atomic_int degraded;   /* ZFI_DEG_* bits */
     atomic_bool abandoned; /* left behind at stop: never freed */
     atomic_bool replaced;  /* its stuck worker was replaced */
+    zfi_log_origin origin; /* whom its log lines are about */
     uint64_t *err_times;   /* ring of recent error times */
     size_t err_head;
     uint64_t last_error_ns;
@@ -136,6 +137,10 @@ struct zf_instance {
     bool init_abandoned; /* an init outlived its bound: never free */
     zf_stop_report report;
     size_t sinks_left;
+    zfi_log_origin origin;          /* whom its log lines are about (node NULL) */
+    struct zfi_rates *rates;        /* live figures, sampled by the timer (rates.c) */
+    struct zf_recording *replay;    /* replayed into its sources (record.c), or NULL */
+    struct zf_recorder *recorders;  /* recording it (record.c; under mu) */
     struct zf_instance *next_in_rt; /* runtime's list (under rt->mu) */
 };
 
@@ -299,6 +304,36 @@ int64_t zfi_lifecycle_bound_ns(const zf_node *n);
 /* Record a thread left inside n's code ("callback", "init", "fini"). */
 void zfi_abandoned_add(zf_node *n, const char *in, int tid);
 void zfi_abandoned_free_all(zf_runtime *rt);
+
+/* Logging about nodes (ops.c): the lookup the logger uses to name the
+ * node whose code runs on a thread. */
+const zfi_log_origin *zfi_node_log_origin(void *node);
+
+/* A tap's items also notify e (ops.c; the recorder reads several taps). */
+void zfi_tap_notify_also(zf_tap *t, zfi_evc *e);
+/* Replay (record.c): whether node nd produced a link of rec; if so (a
+ * source) *out holds the built-in replay source with nd's ports. */
+zf_err zfi_replay_load(struct zf_recording *rec, const zfi_node *nd, zfi_loaded *out,
+                       bool *replaced, zf_diag *diag);
+
+/* At stop, after fini: close every link and wait (up to timeout_ns) for the
+ * recorders of inst to have written and released what they hold, so the
+ * stop report counts no recorded capsule as leaked (record.c). */
+void zfi_recorders_settle(zf_instance *inst, int64_t timeout_ns);
+/* Start a recorder for each file named by the flow's `record:` links (one
+ * per file; into record_dir, plain names only, when it is set, else
+ * relative to the descriptor's folder); stop them (record.c). */
+zf_err zfi_recorders_start_declared(zf_instance *inst, const char *record_dir, zf_diag *diag);
+void zfi_recorders_stop_owned(zf_instance *inst);
+/* Every output rec recorded exists in f (record.c). */
+zf_err zfi_replay_check(const struct zf_recording *rec, const zf_flow *f, zf_diag *diag);
+
+/* Live figures (rates.c): the timer samples every instance's counters
+ * every ZFI_RATES_STEP_NS; readers compute windows from the samples. */
+#define ZFI_RATES_STEP_NS 100000000ull
+struct zfi_rates *zfi_rates_new(const zf_instance *inst);
+void zfi_rates_free(struct zfi_rates *r);
+void zfi_rates_sample(zf_instance *inst, uint64_t now);
 
 /* UUID v4 (uuid.c). */
 void zfi_uuid_v4(char out[37]);

@@ -88,10 +88,10 @@ static void settle(zf_instance *inst, zf_stop_report *r)
                 pthread_mutex_lock(&inst->mu);
                 zfi_node_set_state(n, ZF_NODE_FAILED, "abandoned at stop: stuck in a callback");
                 pthread_mutex_unlock(&inst->mu);
-                zfi_log(ZF_LOG_WARN, "instance",
-                        "%s: node '%s' is stuck in a callback: abandoned (its thread is left "
-                        "behind)",
-                        inst->uuid, n->desc->id);
+                zfi_log_at(&n->origin, ZF_LOG_WARN, "instance",
+                           "%s: node '%s' is stuck in a callback: abandoned (its thread is left "
+                           "behind)",
+                           inst->uuid, n->desc->id);
                 continue;
             }
             int sched = atomic_load(&n->sched);
@@ -333,6 +333,8 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     remove_from_runtime(inst);
     for (size_t i = 0; i < inst->n_links; i++)
         zfi_link_flush(inst->links[i]);
+    zfi_recorders_settle(inst, inst->drain_timeout_ns);
+    zfi_recorders_stop_owned(inst); /* `record:` links: their files are whole */
     after = totals(inst);
     r.dropped = after.dropped;
     r.dropped_in_drain = after.dropped - before.dropped;
@@ -350,13 +352,13 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     inst->state_since_ns = zf_clock_ns();
     pthread_cond_broadcast(&inst->cv);
     pthread_mutex_unlock(&inst->mu);
-    zfi_log(ZF_LOG_INFO, "instance",
-            "stopped %s: %llu in flight, %llu delivered in drain, %llu dropped, %llu bytes "
-            "leaked, %llu held by abandoned nodes%s%s",
-            inst->uuid, (unsigned long long)r.in_flight_at_stop,
-            (unsigned long long)r.delivered_in_drain, (unsigned long long)r.dropped,
-            (unsigned long long)r.bytes_leaked, (unsigned long long)r.bytes_abandoned,
-            r.holders[0] ? ": " : "", r.holders);
+    zfi_log_at(&inst->origin, ZF_LOG_INFO, "instance",
+               "stopped %s: %llu in flight, %llu delivered in drain, %llu dropped, %llu bytes "
+               "leaked, %llu held by abandoned nodes%s%s",
+               inst->uuid, (unsigned long long)r.in_flight_at_stop,
+               (unsigned long long)r.delivered_in_drain, (unsigned long long)r.dropped,
+               (unsigned long long)r.bytes_leaked, (unsigned long long)r.bytes_abandoned,
+               r.holders[0] ? ": " : "", r.holders);
     if (report)
         *report = r;
     return ZF_OK;

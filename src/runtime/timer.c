@@ -57,6 +57,7 @@ static void *timer_main(void *arg)
         for (zf_instance *inst = rt->instances; inst; inst = inst->next_in_rt) {
             tick_sources(inst, now, &next);
             zfi_watchdog_scan(inst, now);
+            zfi_rates_sample(inst, now);
         }
         struct timespec ts = {.tv_sec = (time_t)(next / 1000000000u),
                               .tv_nsec = (long)(next % 1000000000u)};

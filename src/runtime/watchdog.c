@@ -43,8 +43,9 @@ static void degrade(zf_node *n, int bit, const char *reason)
             atomic_fetch_add(&n->degraded_count, 1);
         zfi_node_set_state(n, ZF_NODE_DEGRADED, "%s", reason);
     }
-    zfi_log(ZF_LOG_WARN, "watchdog", "instance %s: node '%s' DEGRADED: %s; its inputs shed load",
-            n->inst->uuid, n->desc->id, reason);
+    zfi_log_at(&n->origin, ZF_LOG_WARN, "watchdog",
+               "instance %s: node '%s' DEGRADED: %s; its inputs shed load", n->inst->uuid,
+               n->desc->id, reason);
     if (!before)
         set_breakers(n, true);
 }
@@ -57,8 +58,8 @@ static void recover(zf_node *n, int bit, const char *what)
     if (n->node_state == ZF_NODE_DEGRADED)
         zfi_node_set_state(n, ZF_NODE_RUNNING, "%s", "");
     set_breakers(n, false);
-    zfi_log(ZF_LOG_INFO, "watchdog", "instance %s: node '%s' RUNNING again (%s)", n->inst->uuid,
-            n->desc->id, what);
+    zfi_log_at(&n->origin, ZF_LOG_INFO, "watchdog", "instance %s: node '%s' RUNNING again (%s)",
+               n->inst->uuid, n->desc->id, what);
 }
 
 void zfi_watchdog_scan(zf_instance *inst, uint64_t now)
@@ -111,8 +112,9 @@ void zfi_node_error(zf_node *n, zf_err err, const char *what)
     n->last_error_ns = now;
     uint64_t oldest = n->err_times[n->err_head]; /* max errors ago */
     if (atomic_load(&n->errors) == 1 || zfi_log_enabled(ZF_LOG_DEBUG))
-        zfi_log(ZF_LOG_WARN, "node", "instance %s: node '%s' %s failed: %s%s%s", n->inst->uuid,
-                n->desc->id, what, zf_errname(err), n->error_msg[0] ? ": " : "", n->error_msg);
+        zfi_log_at(&n->origin, ZF_LOG_WARN, "node", "instance %s: node '%s' %s failed: %s%s%s",
+                   n->inst->uuid, n->desc->id, what, zf_errname(err), n->error_msg[0] ? ": " : "",
+                   n->error_msg);
     if (oldest && now - oldest <= (uint64_t)window &&
         !(atomic_load(&n->degraded) & ZFI_DEG_ERRORS)) {
         char why[200];
