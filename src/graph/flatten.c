@@ -370,6 +370,90 @@ static void composite(zfi_loader *ld, zfi_level *lv, size_t ki, const zfi_doc *d
     free(what);
 }
 
+/* Zenoh-Flow's built-in Zenoh nodes: a source subscribing to key
+ * expressions (`zenoh-subscribers: {port: keyexpr}`, 0.6, or `descriptor:
+ * builtin://zenoh` with `configuration.key-expressions`, 0.5), a sink
+ * publishing its inputs. zflow carries them over DDS topics named after the
+ * key expressions (src/cluster/dds_io.c); one port per key expression, of
+ * type `any`; the node's configuration gets `key-expressions`. */
+static void zenoh_node(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *item,
+                       const char *efield, const zf_config *keys, const char *kfield,
+                       zf_node_kind kind, const zfi_settings *es, const zf_config *lvcfg)
+{
+    const char *id = lv->kids[ki].id;
+    char f[ZFI_FIELD_MAX], g[ZFI_FIELD_MAX];
+    zfi_field(f, efield, kfield);
+    lv->kids[ki].broken = true;
+    if (kind == ZF_OPERATOR) {
+        zfi_err(ld, ZF_EINVAL, keys ? keys : item, f,
+                "node '%s': Zenoh's built-in nodes are a source (zenoh-subscribers) or a sink "
+                "(zenoh-publishers), not an operator",
+                id);
+        return;
+    }
+    if (!keys || keys->kind != ZF_CFG_MAP || keys->n == 0) {
+        zfi_err(ld, ZF_EINVAL, keys ? keys : item, f,
+                "node '%s': expected a map of %s to key expressions ({port: \"a/key\"})", id,
+                kind == ZF_SOURCE ? "outputs" : "inputs");
+        return;
+    }
+    if (ld->n_nodes >= ZFI_MAX_FLOW_NODES) {
+        zfi_err(ld, ZF_EINVAL, item, efield, "the flow has more than %d nodes once flattened",
+                ZFI_MAX_FLOW_NODES);
+        return;
+    }
+    zfi_node n = {0};
+    zfi_aux a = {0};
+    n.kind = kind;
+    n.builtin_name = kind == ZF_SOURCE ? "zenoh-subscribers" : "zenoh-publishers";
+    n.id = zfi_asprintf("%s%s", lv->prefix, id);
+    a.ports_file = item->file;
+    a.field = zfi_strdup(efield);
+    zfi_port *ports = zfi_calloc(keys->n, sizeof *ports);
+    if (!n.id || !a.field || !ports) {
+        free(ports);
+        goto oom;
+    }
+    for (size_t k = 0; k < keys->n; k++) {
+        zfi_mark m = keys->key_marks ? keys->key_marks[k] : (zfi_mark){keys->line, keys->col};
+        ports[k] = (zfi_port){zfi_strdup(keys->keys[k]), zfi_strdup("any"), m.line, m.col};
+        zfi_want_text(ld, keys->items[k], zfi_field(g, f, keys->keys[k]));
+    }
+    if (kind == ZF_SOURCE)
+        n.outputs = ports, n.n_outputs = keys->n;
+    else
+        n.inputs = ports, n.n_inputs = keys->n;
+    const zf_config *d = zfi_config_member(item, "description");
+    if (d && d->kind != ZF_CFG_NULL) {
+        const char *t = zfi_want_text(ld, d, zfi_field(g, efield, "description"));
+        if (t && !(n.description = zfi_strdup(t)))
+            goto oom;
+    }
+    n.config = lvcfg ? zfi_config_clone(lvcfg) : zfi_config_new(ZF_CFG_MAP, item->file, 0, 0);
+    zf_config *kc = zfi_config_clone(keys);
+    if (!n.config || !kc || !zfi_config_map_set(n.config, "key-expressions", kc))
+        goto oom;
+    zfi_settings s = lv->inherit;
+    zfi_settings_under(&s, es);
+    zfi_settings_apply(&n, &s);
+    n.file = item->file;
+    n.line = item->line;
+    n.col = item->col;
+    a.in_n = zfi_calloc(n.n_inputs, sizeof *a.in_n);
+    a.in_first = zfi_calloc(n.n_inputs, sizeof *a.in_first);
+    a.out_n = zfi_calloc(n.n_outputs, sizeof *a.out_n);
+    if (!a.in_n || !a.in_first || !a.out_n || !push_node(ld, &n, &a))
+        goto oom;
+    lv->kids[ki].broken = false;
+    lv->kids[ki].leaf = (long)(ld->n_nodes - 1);
+    lv->kids[ki].first = ld->n_nodes - 1;
+    lv->kids[ki].count = 1;
+    return;
+oom:
+    node_clear(&n, &a);
+    zfi_oom(ld);
+}
+
 /* A node given by `descriptor`: a node file or a composite operator. */
 static void include(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *item,
                     const char *efield, const zf_config *desc, zf_node_kind kind,
@@ -382,7 +466,11 @@ static void include(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *i
     if (!ref)
         return;
     if (!strncmp(ref, "builtin://", 10)) {
-        zfi_refuse_builtin(ld, item, desc, f, lv->kids[ki].id, kind, ref + 10);
+        if (!strcmp(ref + 10, "zenoh") && kind != ZF_OPERATOR)
+            zenoh_node(ld, lv, ki, item, efield, zfi_config_member(lvcfg, "key-expressions"),
+                       "configuration.key-expressions", kind, es, lvcfg);
+        else
+            zfi_refuse_builtin(ld, item, desc, f, lv->kids[ki].id, kind, ref + 10);
         return;
     }
     char *path = zfi_path_resolve(lv->doc->dir, ref, &why);
@@ -531,7 +619,13 @@ static void entry(zfi_loader *ld, zfi_level *lv, const zf_config *item, const ch
         return;
     }
     lv->n++;
-    if (zfi_refuse_zenoh(ld, item, field, id)) {
+    const zf_config *zsub = zfi_config_member(item, "zenoh-subscribers");
+    const zf_config *zpub = zfi_config_member(item, "zenoh-publishers");
+    if ((zsub && kind != ZF_SOURCE) || (zpub && kind != ZF_SINK) || (zsub && zpub)) {
+        zfi_err(ld, ZF_EINVAL, zsub ? zsub : zpub, field,
+                "node '%s': zenoh-subscribers make a source (under `sources`) and "
+                "zenoh-publishers a sink (under `sinks`), one of them per node",
+                id);
         k->broken = true;
         return;
     }
@@ -543,6 +637,12 @@ static void entry(zfi_loader *ld, zfi_level *lv, const zf_config *item, const ch
     zf_config *et = merged(ld, cfg, lv->top);
     zf_config *lvcfg = merged(ld, lv->over, et);
     zfi_config_free(et);
+    if (zsub || zpub) {
+        zenoh_node(ld, lv, ki, item, field, zsub ? zsub : zpub,
+                   zsub ? "zenoh-subscribers" : "zenoh-publishers", kind, &es, lvcfg);
+        zfi_config_free(lvcfg);
+        return;
+    }
     const zf_config *desc = zfi_config_member(item, "descriptor");
     if (desc) {
         static const char *const excl[] = {"library", "uri", "python", "inputs", "outputs"};

@@ -121,8 +121,8 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
                             "use isolation: thread",
                             nd->id);
     }
-    zf_err err = nd->builtin
-                     ? zfi_builtin_node(nd, &n->lib)
+    zf_err err = nd->builtin || nd->builtin_name
+                     ? zfi_builtin_node(nd, &n->lib, diag)
                      : zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
                                      inst->allow_writable_code, &n->lib, diag);
     if (err != ZF_OK) {

@@ -2,7 +2,7 @@
 # Multi-daemon tests of the cluster (docs/cluster.md): zfd workers on one
 # machine over loopback, each test on a DDS domain of its own (from this
 # process's id), so parallel runs do not meet.
-#   tests/cluster/run.sh BUILD_DIR [three|kill|signed|slow|twenty|netns|all]
+#   tests/cluster/run.sh BUILD_DIR [three|kill|signed|slow|twenty|netns|zenoh|all]
 # Every daemon is started here and killed by its pid at the end.
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd)
@@ -296,6 +296,37 @@ netns() {
   echo "netns: ok ($frames frames intact from host_a to host_b over a veth pair)"
 }
 
+# Zenoh-Flow's built-in nodes over DDS: a flow publishes gen's capsules on
+# key expression zf/test/<pid> (zenoh-publishers) and reads them back
+# (zenoh-subscribers) into count, through Cyclone, in `zfctl run`.
+zenoh() {
+  NODES=$B/tests/nodes
+  cat > "$T/zenoh.yaml" <<EOS
+name: zenoh-loop
+sources:
+  - {id: gen, library: $NODES/libt_gen.so, period: 5ms, configuration: {size: 256}, outputs: [out]}
+  - id: zenoh-sub
+    zenoh-subscribers:
+      hello: "zf/test/$$"
+sinks:
+  - id: zenoh-writer
+    zenoh-publishers:
+      greeting: "zf/test/$$"
+  - {id: count, library: $NODES/libt_count.so, configuration: {summary: "$T/zcount.json"}, inputs: [in]}
+links:
+  - {from: {node: gen, output: out}, to: {node: zenoh-writer, input: greeting}}
+  - {from: {node: zenoh-sub, output: hello}, to: {node: count, input: in}}
+EOS
+  ZF_DOMAIN=$DOMAIN timeout 60 "$ZF" run "$T/zenoh.yaml" --duration 2s > "$T/zenoh.log" 2>&1 || fail "zfctl run: $(cat "$T/zenoh.log")"
+  grep -q '"out_of_order":0' "$T/zcount.json" || fail "out of order: $(cat "$T/zcount.json")"
+  got=$(sed 's/.*"count":\([0-9]*\).*/\1/' "$T/zcount.json")
+  [[ $got -gt 150 ]] || fail "only $got samples came back over DDS"
+  grep -q "bytes still held in the pool: 0" "$T/zenoh.log" || fail "leak: $(cat "$T/zenoh.log")"
+  "$ZF" validate --flatten "$SRC/tests/compat/zenoh-flow/getting-started.yaml" > /dev/null \
+    || fail "Zenoh-Flow's getting-started.yaml does not load"
+  echo "zenoh: ok ($got samples out through zenoh-publishers and back through zenoh-subscribers over DDS)"
+}
+
 case $WHAT in
 three) three ;;
 kill) kill_one ;;
@@ -303,10 +334,12 @@ signed) signed ;;
 slow) slow ;;
 twenty) twenty ;;
 netns) netns ;;
+zenoh) zenoh ;;
 all) three; cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); kill_one
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); signed
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slow
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); twenty
-     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); netns ;;
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); netns
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); zenoh ;;
 *) echo "unknown test '$WHAT'" >&2; exit 2 ;;
 esac
