@@ -164,7 +164,7 @@ mapping:
   w1: [gen]
   w2: [count]
 EOS
-  LIB=$NODES
+  local LIB=$NODES # start() reads it
   for w in w1 w2; do start $w; done
   for w in w1 w2; do wait_for 20 workers_seen $w 2 || fail "$w does not see 2 workers"; done
   uuid=$("$ZF" deploy "$T/slow.yaml" --socket "$T/w1.sock") || fail "deploy"
@@ -211,7 +211,7 @@ control_total() {
 
 twenty() {
   NODES=$B/tests/nodes
-  LIB=$NODES
+  local LIB=$NODES # start() reads it
   local n=20
   {
     echo "name: twenty"
