@@ -146,6 +146,22 @@ static bool push_node(zfi_loader *ld, zfi_node *n, zfi_aux *a)
     return true;
 }
 
+/* The node of kid ki, complete: its per-port link counts allocated, pushed
+ * to the loader's nodes. False when out of memory (n and a still the
+ * caller's). */
+static bool add_leaf(zfi_loader *ld, zfi_level *lv, size_t ki, zfi_node *n, zfi_aux *a)
+{
+    a->in_n = zfi_calloc(n->n_inputs, sizeof *a->in_n);
+    a->in_first = zfi_calloc(n->n_inputs, sizeof *a->in_first);
+    a->out_n = zfi_calloc(n->n_outputs, sizeof *a->out_n);
+    if (!a->in_n || !a->in_first || !a->out_n || !push_node(ld, n, a))
+        return false;
+    lv->kids[ki].leaf = (long)(ld->n_nodes - 1);
+    lv->kids[ki].first = ld->n_nodes - 1;
+    lv->kids[ki].count = 1;
+    return true;
+}
+
 static void node_clear(zfi_node *n, zfi_aux *a)
 {
     free(n->id);
@@ -307,14 +323,8 @@ static void leaf(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config *item
     n.line = doc ? at->line : item->line;
     n.col = doc ? at->col : item->col;
 
-    a.in_n = zfi_calloc(n.n_inputs, sizeof *a.in_n);
-    a.in_first = zfi_calloc(n.n_inputs, sizeof *a.in_first);
-    a.out_n = zfi_calloc(n.n_outputs, sizeof *a.out_n);
-    if (!a.in_n || !a.in_first || !a.out_n || !push_node(ld, &n, &a))
+    if (!add_leaf(ld, lv, ki, &n, &a))
         goto oom;
-    lv->kids[ki].leaf = (long)(ld->n_nodes - 1);
-    lv->kids[ki].first = ld->n_nodes - 1;
-    lv->kids[ki].count = 1;
     return;
 oom:
     node_clear(&n, &a);
@@ -439,15 +449,9 @@ static void zenoh_node(zfi_loader *ld, zfi_level *lv, size_t ki, const zf_config
     n.file = item->file;
     n.line = item->line;
     n.col = item->col;
-    a.in_n = zfi_calloc(n.n_inputs, sizeof *a.in_n);
-    a.in_first = zfi_calloc(n.n_inputs, sizeof *a.in_first);
-    a.out_n = zfi_calloc(n.n_outputs, sizeof *a.out_n);
-    if (!a.in_n || !a.in_first || !a.out_n || !push_node(ld, &n, &a))
+    if (!add_leaf(ld, lv, ki, &n, &a))
         goto oom;
     lv->kids[ki].broken = false;
-    lv->kids[ki].leaf = (long)(ld->n_nodes - 1);
-    lv->kids[ki].first = ld->n_nodes - 1;
-    lv->kids[ki].count = 1;
     return;
 oom:
     node_clear(&n, &a);
