@@ -2,7 +2,7 @@
 # Multi-daemon tests of the cluster (docs/cluster.md): zfd workers on one
 # machine over loopback, each test on a DDS domain of its own (from this
 # process's id), so parallel runs do not meet.
-#   tests/cluster/run.sh BUILD_DIR [three|kill|signed|slow|twenty|netns|zenoh|all]
+#   tests/cluster/run.sh BUILD_DIR [three|kill|signed|slow|slowdrop|twenty|netns|zenoh|all]
 # Every daemon is started here and killed by its pid at the end.
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd)
@@ -329,6 +329,47 @@ EOS
   echo "zenoh: ok ($got samples out through zenoh-publishers and back through zenoh-subscribers over DDS)"
 }
 
+# drop_oldest across workers: a producer (1 ms period) faster than its
+# remote consumer (5 ms a capsule) keeps its rate; the links drop, at either
+# end, and memory stays bounded.
+slowdrop() {
+  NODES=$B/tests/nodes
+  local LIB=$NODES # start() reads it
+  cat > "$T/drop.yaml" <<EOS
+name: drop
+sources:
+  - {id: gen, library: $NODES/libt_gen.so, period: 1ms, configuration: {size: 65536}, outputs: [out]}
+sinks:
+  - {id: count, library: $NODES/libt_count.so, configuration: {delay_us: 5000}, inputs: [in]}
+links:
+  - {from: {node: gen, output: out}, to: {node: count, input: in}, queue: {capacity: 8, policy: drop_oldest}}
+mapping:
+  w1: [gen]
+  w2: [count]
+EOS
+  for w in w1 w2; do start $w; done
+  for w in w1 w2; do wait_for 20 workers_seen $w 2 || fail "$w does not see 2 workers"; done
+  uuid=$("$ZF" deploy "$T/drop.yaml" --socket "$T/w1.sock") || fail "deploy"
+  sleep 2
+  "$ZF" status "$uuid" --socket "$T/w2.sock" -o json > "$T/s.json" || fail "status"
+  python3 - "$T/s.json" <<'EOP' || fail "drop_oldest: $(cat "$T/s.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+sent = sum(n["sent"] for n in r["nodes"] if n["id"] == "gen")
+taken = sum(l["dequeued"] for l in r["links"] if l["to"] == "count.in")
+dropped = sum(l["dropped"] for l in r["links"])
+print(f"slowdrop: in 2 s gen sent {sent}, count took {taken}, the links dropped {dropped}, pools {r['pool']['bytes_in_use']} bytes")
+assert sent > 2.5 * taken, "the producer was held back"
+assert dropped > 0, "nothing dropped"
+assert r["pool"]["bytes_in_use"] <= 8 << 20, "memory beyond a few capacities"
+EOP
+  "$ZF" destroy "$uuid" --socket "$T/w1.sock" > "$T/destroy.txt" || fail "destroy: $(cat "$T/destroy.txt")"
+  grep -q "worker w1 .*bytes leaked 0" "$T/destroy.txt" && grep -q "worker w2 .*bytes leaked 0" "$T/destroy.txt" \
+    || fail "destroy: $(cat "$T/destroy.txt")"
+  stop_all
+  echo "slowdrop: ok (drop_oldest sheds at the ends of a cross-worker link, the producer keeps its rate)"
+}
+
 case $WHAT in
 three) three ;;
 kill) kill_one ;;
@@ -337,11 +378,13 @@ slow) slow ;;
 twenty) twenty ;;
 netns) netns ;;
 zenoh) zenoh ;;
+slowdrop) slowdrop ;;
 all) three; cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); kill_one
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); signed
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slow
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); twenty
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); netns
-     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); zenoh ;;
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); zenoh
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slowdrop ;;
 *) echo "unknown test '$WHAT'" >&2; exit 2 ;;
 esac
