@@ -607,11 +607,11 @@ static zf_err dds_fail(zf_cluster *c, const char *what, dds_return_t r)
     return zfi_error(e, "%s", keep);
 }
 
-/* The configuration to use: opt's, else $ZF_DDS_CONFIG, else the default
- * (NULL when $CYCLONEDDS_URI is set: Cyclone reads it itself). */
-static char *config_text(const zf_cluster_options *opt, int64_t lease_ns)
+char *zfi_dds_config_text(const char *given, int64_t lease_ns)
 {
-    const char *cfg = opt->config && *opt->config ? opt->config : getenv("ZF_DDS_CONFIG");
+    if (lease_ns <= 0)
+        lease_ns = DEFAULT_LEASE_NS;
+    const char *cfg = given && *given ? given : getenv("ZF_DDS_CONFIG");
     if (cfg && *cfg)
         return zfi_strdup(cfg);
     if (getenv("CYCLONEDDS_URI") && *getenv("CYCLONEDDS_URI"))
@@ -663,7 +663,7 @@ zf_err zf_cluster_create(const zf_cluster_options *opt, zf_cluster **out)
         zf_cluster_destroy(c);
         return zfi_error(ZF_EBUSY, "this process is in a cluster already");
     }
-    char *cfg = config_text(opt, c->lease_ns);
+    char *cfg = zfi_dds_config_text(opt->config, c->lease_ns);
     if (cfg) {
         dds_entity_t dom = dds_create_domain((dds_domainid_t)domain, cfg);
         free(cfg);

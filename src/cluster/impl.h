@@ -111,6 +111,11 @@ struct zf_cluster {
 /* The process's cluster (bridge endpoints find it here), or NULL. */
 zf_cluster *zfi_cluster_get(void);
 
+/* The DDS configuration to use (cluster.c): cfg if given, else
+ * $ZF_DDS_CONFIG, else NULL when $CYCLONEDDS_URI is set (Cyclone reads it),
+ * else the loopback default with this lease (0: 1 s). free() it. */
+char *zfi_dds_config_text(const char *cfg, int64_t lease_ns);
+
 /* ---- placement (place.c) ---- */
 
 /* A DDS topic name in place: Cyclone 0.10 accepts letters, digits, '_' and

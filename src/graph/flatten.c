@@ -81,6 +81,10 @@ static bool push_node(zfi_loader *ld, zfi_node *n, zfi_aux *a)
     return true;
 }
 
+/* The node of kid ki, complete: its per-port link counts allocated, pushed
+ * to the loader's nodes. False when out of memory (n and a still the
+ * caller's). */
+
 static void node_clear(zfi_node *n, zfi_aux *a)
 {
     free(n->id);
@@ -159,6 +163,20 @@ typedef struct entry_ctx {
 static zfi_kid *kid(const entry_ctx *e)
 {
     return &e->lv->kids[e->ki];
+}
+
+/* Add a leaf node to the flow; kid(e) names it. False when out of memory. */
+static bool add_leaf(zfi_loader *ld, const entry_ctx *e, zfi_node *n, zfi_aux *a)
+{
+    a->in_n = zfi_calloc(n->n_inputs, sizeof *a->in_n);
+    a->in_first = zfi_calloc(n->n_inputs, sizeof *a->in_first);
+    a->out_n = zfi_calloc(n->n_outputs, sizeof *a->out_n);
+    if (!a->in_n || !a->in_first || !a->out_n || !push_node(ld, n, a))
+        return false;
+    kid(e)->leaf = (long)(ld->n_nodes - 1);
+    kid(e)->first = ld->n_nodes - 1;
+    kid(e)->count = 1;
+    return true;
 }
 
 /* The node's description: the entry's wins over the node file's. */
@@ -263,14 +281,8 @@ static void leaf(zfi_loader *ld, const entry_ctx *e, const zfi_doc *doc)
     n.line = place->line;
     n.col = place->col;
 
-    a.in_n = zfi_calloc(n.n_inputs, sizeof *a.in_n);
-    a.in_first = zfi_calloc(n.n_inputs, sizeof *a.in_first);
-    a.out_n = zfi_calloc(n.n_outputs, sizeof *a.out_n);
-    if (!a.in_n || !a.in_first || !a.out_n || !push_node(ld, &n, &a))
+    if (!add_leaf(ld, e, &n, &a))
         goto oom;
-    kid(e)->leaf = (long)(ld->n_nodes - 1);
-    kid(e)->first = ld->n_nodes - 1;
-    kid(e)->count = 1;
     return;
 oom:
     node_clear(&n, &a);
@@ -326,6 +338,85 @@ static void composite(zfi_loader *ld, const entry_ctx *e, const zfi_doc *doc)
     free(what);
 }
 
+/* Zenoh-Flow's built-in Zenoh nodes: a source subscribing to key
+ * expressions (`zenoh-subscribers: {port: keyexpr}`, 0.6, or `descriptor:
+ * builtin://zenoh` with `configuration.key-expressions`, 0.5), a sink
+ * publishing its inputs. zflow carries them over DDS topics named after the
+ * key expressions (src/cluster/dds_io.c); one port per key expression, of
+ * type `any`; the node's configuration gets `key-expressions`. */
+static void zenoh_node(zfi_loader *ld, const entry_ctx *e, const zf_config *keys,
+                       const char *kfield)
+{
+    const char *id = kid(e)->id;
+    const zf_config *item = e->item;
+    char f[ZFI_FIELD_MAX], g[ZFI_FIELD_MAX];
+    zfi_field(f, e->field, kfield);
+    kid(e)->broken = true;
+    if (e->kind == ZF_OPERATOR) {
+        zfi_err(ld, ZF_EINVAL, keys ? keys : item, f,
+                "node '%s': Zenoh's built-in nodes are a source (zenoh-subscribers) or a sink "
+                "(zenoh-publishers), not an operator",
+                id);
+        return;
+    }
+    if (!keys || keys->kind != ZF_CFG_MAP || keys->n == 0) {
+        zfi_err(ld, ZF_EINVAL, keys ? keys : item, f,
+                "node '%s': expected a map of %s to key expressions ({port: \"a/key\"})", id,
+                e->kind == ZF_SOURCE ? "outputs" : "inputs");
+        return;
+    }
+    if (ld->n_nodes >= ZFI_MAX_FLOW_NODES) {
+        zfi_err(ld, ZF_EINVAL, item, e->field, "the flow has more than %d nodes once flattened",
+                ZFI_MAX_FLOW_NODES);
+        return;
+    }
+    zfi_node n = {0};
+    zfi_aux a = {0};
+    n.kind = e->kind;
+    n.builtin_name = e->kind == ZF_SOURCE ? "zenoh-subscribers" : "zenoh-publishers";
+    n.id = zfi_asprintf("%s%s", e->lv->prefix, id);
+    a.ports_file = item->file;
+    a.field = zfi_strdup(e->field);
+    zfi_port *ports = zfi_calloc(keys->n, sizeof *ports);
+    if (!n.id || !a.field || !ports) {
+        free(ports);
+        goto oom;
+    }
+    for (size_t k = 0; k < keys->n; k++) {
+        zfi_mark m = keys->key_marks ? keys->key_marks[k] : (zfi_mark){keys->line, keys->col};
+        ports[k] = (zfi_port){zfi_strdup(keys->keys[k]), zfi_strdup("any"), m.line, m.col};
+        zfi_want_text(ld, keys->items[k], zfi_field(g, f, keys->keys[k]));
+    }
+    if (e->kind == ZF_SOURCE)
+        n.outputs = ports, n.n_outputs = keys->n;
+    else
+        n.inputs = ports, n.n_inputs = keys->n;
+    const zf_config *d = zfi_config_member(item, "description");
+    if (d && d->kind != ZF_CFG_NULL) {
+        const char *t = zfi_want_text(ld, d, zfi_field(g, e->field, "description"));
+        if (t && !(n.description = zfi_strdup(t)))
+            goto oom;
+    }
+    n.config =
+        e->config ? zfi_config_clone(e->config) : zfi_config_new(ZF_CFG_MAP, item->file, 0, 0);
+    zf_config *kc = zfi_config_clone(keys);
+    if (!n.config || !kc || !zfi_config_map_set(n.config, "key-expressions", kc))
+        goto oom;
+    zfi_settings s = e->lv->inherit;
+    zfi_settings_under(&s, &e->settings);
+    zfi_settings_apply(&n, &s);
+    n.file = item->file;
+    n.line = item->line;
+    n.col = item->col;
+    if (!add_leaf(ld, e, &n, &a))
+        goto oom;
+    kid(e)->broken = false;
+    return;
+oom:
+    node_clear(&n, &a);
+    zfi_oom(ld);
+}
+
 /* ---- includes: `descriptor: <node file>` ---- */
 
 /* A node file named under `descriptor` (desc, at field f): its path, or
@@ -337,7 +428,11 @@ static char *node_file_path(zfi_loader *ld, const entry_ctx *e, const zf_config 
     if (!ref)
         return NULL;
     if (!strncmp(ref, "builtin://", 10)) {
-        zfi_refuse_builtin(ld, e->item, desc, f, kid(e)->id, e->kind, ref + 10);
+        if (!strcmp(ref + 10, "zenoh") && e->kind != ZF_OPERATOR)
+            zenoh_node(ld, e, zfi_config_member(e->config, "key-expressions"),
+                       "configuration.key-expressions");
+        else
+            zfi_refuse_builtin(ld, e->item, desc, f, kid(e)->id, e->kind, ref + 10);
         return NULL;
     }
     char *path = zfi_path_resolve(e->lv->doc->dir, ref, &why);
@@ -533,7 +628,13 @@ static void entry(zfi_loader *ld, zfi_level *lv, const zf_config *item, const ch
         return;
     }
     lv->n++;
-    if (zfi_refuse_zenoh(ld, item, field, id)) {
+    const zf_config *zsub = zfi_config_member(item, "zenoh-subscribers");
+    const zf_config *zpub = zfi_config_member(item, "zenoh-publishers");
+    if ((zsub && kind != ZF_SOURCE) || (zpub && kind != ZF_SINK) || (zsub && zpub)) {
+        zfi_err(ld, ZF_EINVAL, zsub ? zsub : zpub, field,
+                "node '%s': zenoh-subscribers make a source (under `sources`) and "
+                "zenoh-publishers a sink (under `sinks`), one of them per node",
+                id);
         k->broken = true;
         return;
     }
@@ -546,6 +647,11 @@ static void entry(zfi_loader *ld, zfi_level *lv, const zf_config *item, const ch
     zf_config *lvcfg = merged(ld, lv->over, et);
     zfi_config_free(et);
     e.config = lvcfg;
+    if (zsub || zpub) {
+        zenoh_node(ld, &e, zsub ? zsub : zpub, zsub ? "zenoh-subscribers" : "zenoh-publishers");
+        zfi_config_free(lvcfg);
+        return;
+    }
     const zf_config *desc = zfi_config_member(item, "descriptor");
     if (desc) {
         static const char *const excl[] = {"library", "uri", "python", "inputs", "outputs"};

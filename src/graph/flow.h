@@ -73,6 +73,10 @@ typedef struct zfi_node {
      * the drain deadline. */
     const zf_node_decl *builtin;
     bool bridge;
+    /* A built-in node the runtime finds by this name (a string literal):
+     * "zenoh-subscribers" / "zenoh-publishers" (src/cluster/dds_io.c), or
+     * NULL. */
+    const char *builtin_name;
     const char *file; /* where declared (interned) */
     unsigned line, col;
 } zfi_node;

@@ -104,14 +104,14 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
                             "use isolation: thread",
                             nd->id);
     }
-    bool replaced = false;
-    zf_err err = inst->replay && !nd->builtin
+    bool replaced = false, builtin = nd->builtin || nd->builtin_name;
+    zf_err err = inst->replay && !builtin
                      ? zfi_replay_load(inst->replay, nd, &n->lib, &replaced, diag)
                      : ZF_OK;
     if (err == ZF_OK && !replaced)
-        err = nd->builtin ? zfi_builtin_node(nd, &n->lib)
-                          : zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
-                                          inst->allow_writable_code, &n->lib, diag);
+        err = builtin ? zfi_builtin_node(nd, &n->lib, diag)
+                      : zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
+                                      inst->allow_writable_code, &n->lib, diag);
     if (err != ZF_OK) {
         free(n);
         return err;

@@ -385,7 +385,9 @@ zf_err zf_flow_check_libraries(const zf_flow *f, zf_diag *diag)
     zf_err first = ZF_OK;
     for (size_t i = 0; i < f->n_nodes; i++) {
         zfi_loaded l;
-        zf_err e = zfi_load_node(&f->nodes[i], f->file, NULL, 0, false, &l, diag);
+        zf_err e = f->nodes[i].builtin || f->nodes[i].builtin_name
+                       ? zfi_builtin_node(&f->nodes[i], &l, diag)
+                       : zfi_load_node(&f->nodes[i], f->file, NULL, 0, false, &l, diag);
         if (e == ZF_OK)
             zfi_unload_node(&l, false);
         else if (first == ZF_OK)
@@ -394,10 +396,41 @@ zf_err zf_flow_check_libraries(const zf_flow *f, zf_diag *diag)
     return first;
 }
 
-zf_err zfi_builtin_node(const zfi_node *nd, zfi_loaded *out)
+/* Built-in nodes found by name (registered by the layers that implement
+ * them, at load time: src/cluster/dds_io.c). */
+static struct {
+    const char *name;
+    zfi_builtin_make make;
+    zf_host_free_fn free;
+} named[8];
+static _Atomic size_t n_named;
+static pthread_mutex_t named_mu = PTHREAD_MUTEX_INITIALIZER;
+
+void zfi_builtin_register(const char *name, zfi_builtin_make make, zf_host_free_fn free_decl)
+{
+    pthread_mutex_lock(&named_mu);
+    size_t n = atomic_load(&n_named);
+    if (n < ZFI_ARRAY_LEN(named)) {
+        named[n].name = name;
+        named[n].make = make;
+        named[n].free = free_decl;
+        atomic_store(&n_named, n + 1);
+    }
+    pthread_mutex_unlock(&named_mu);
+}
+
+zf_err zfi_builtin_node(const zfi_node *nd, zfi_loaded *out, zf_diag *diag)
 {
     memset(out, 0, sizeof *out);
     out->decl = nd->builtin;
+    size_t n = atomic_load(&n_named);
+    for (size_t i = 0; !out->decl && nd->builtin_name && i < n; i++)
+        if (!strcmp(named[i].name, nd->builtin_name) && (out->decl = named[i].make(nd)))
+            out->host_free = named[i].free;
+    if (!out->decl)
+        return zfi_diag_add(diag, ZF_ENOTFOUND, nd->file, nd->line, nd->col, "",
+                            "node '%s': the built-in node '%s' is not in this build", nd->id,
+                            nd->builtin_name ? nd->builtin_name : "?");
     out->in_map = zfi_calloc(nd->n_inputs + 1, sizeof *out->in_map);
     out->out_map = zfi_calloc(nd->n_outputs + 1, sizeof *out->out_map);
     if (!out->in_map || !out->out_map) {

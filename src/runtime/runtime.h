@@ -260,9 +260,15 @@ void zfi_node_set_state(zf_node *n, zf_node_state s, const char *fmt, ...) ZF_PR
  * sink done; once only (sched.c). A system sink taking from its links on
  * its own thread calls it when it saw end of stream. */
 void zfi_node_finish(zf_node *n);
-/* A built-in node (nd->builtin): its declaration, ports mapped one to one
- * (loader.c). ZF_ENOMEM. */
-zf_err zfi_builtin_node(const zfi_node *nd, zfi_loaded *out);
+/* A built-in node (nd->builtin, or one registered as nd->builtin_name): its
+ * declaration, ports mapped one to one (loader.c). ZF_ENOTFOUND (not
+ * registered: in diag), ZF_ENOMEM. */
+zf_err zfi_builtin_node(const zfi_node *nd, zfi_loaded *out, zf_diag *diag);
+/* Make a built-in node known by name (before any flow uses it): make(nd)
+ * returns a declaration with nd's ports (NULL: out of memory), which
+ * free_decl releases when the node is unloaded. */
+typedef const zf_node_decl *(*zfi_builtin_make)(const zfi_node *nd);
+void zfi_builtin_register(const char *name, zfi_builtin_make make, zf_host_free_fn free_decl);
 /* Close a node's outputs (end of stream downstream). */
 void zfi_node_close_outputs(zf_node *n);
 /* Sinks: one more saw end of stream (instance.c). */

@@ -2,7 +2,7 @@
 # Multi-daemon tests of the cluster (docs/cluster.md): zfd workers on one
 # machine over loopback, each test on a DDS domain of its own (from this
 # process's id), so parallel runs do not meet.
-#   tests/cluster/run.sh BUILD_DIR [three|kill|signed|slow|twenty|netns|all]
+#   tests/cluster/run.sh BUILD_DIR [three|kill|signed|slow|slowdrop|twenty|netns|zenoh|all]
 # Every daemon is started here and killed by its pid at the end.
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd)
@@ -31,7 +31,9 @@ stop_all() {
   fi
 }
 fail() { echo "FAIL: $*" >&2; for f in "$T"/*.log; do echo "== $f"; tail -20 "$f"; done >&2; exit 1; }
-DOMAIN=$((100 + $$ % 120))
+# A domain of its own: random in 1..200 (the scenarios of one run use the
+# next ones), so two runs at once rarely meet; set ZF_TEST_DOMAIN to choose.
+DOMAIN=${ZF_TEST_DOMAIN:-$((1 + $(od -An -N2 -tu2 /dev/urandom) % 200))}
 # Cyclone DDS is not built with TSan: see tsan.supp.
 export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$SRC/tests/cluster/tsan.supp"
 
@@ -164,7 +166,7 @@ mapping:
   w1: [gen]
   w2: [count]
 EOS
-  LIB=$NODES
+  local LIB=$NODES # start() reads it
   for w in w1 w2; do start $w; done
   for w in w1 w2; do wait_for 20 workers_seen $w 2 || fail "$w does not see 2 workers"; done
   uuid=$("$ZF" deploy "$T/slow.yaml" --socket "$T/w1.sock") || fail "deploy"
@@ -211,7 +213,7 @@ control_total() {
 
 twenty() {
   NODES=$B/tests/nodes
-  LIB=$NODES
+  local LIB=$NODES # start() reads it
   local n=20
   {
     echo "name: twenty"
@@ -296,6 +298,78 @@ netns() {
   echo "netns: ok ($frames frames intact from host_a to host_b over a veth pair)"
 }
 
+# Zenoh-Flow's built-in nodes over DDS: a flow publishes gen's capsules on
+# key expression zf/test/<pid> (zenoh-publishers) and reads them back
+# (zenoh-subscribers) into count, through Cyclone, in `zfctl run`.
+zenoh() {
+  NODES=$B/tests/nodes
+  cat > "$T/zenoh.yaml" <<EOS
+name: zenoh-loop
+sources:
+  - {id: gen, library: $NODES/libt_gen.so, period: 5ms, configuration: {size: 256}, outputs: [out]}
+  - id: zenoh-sub
+    zenoh-subscribers:
+      hello: "zf/test/$$"
+sinks:
+  - id: zenoh-writer
+    zenoh-publishers:
+      greeting: "zf/test/$$"
+  - {id: count, library: $NODES/libt_count.so, configuration: {summary: "$T/zcount.json"}, inputs: [in]}
+links:
+  - {from: {node: gen, output: out}, to: {node: zenoh-writer, input: greeting}}
+  - {from: {node: zenoh-sub, output: hello}, to: {node: count, input: in}}
+EOS
+  ZF_DOMAIN=$DOMAIN timeout 60 "$ZF" run "$T/zenoh.yaml" --duration 2s > "$T/zenoh.log" 2>&1 || fail "zfctl run: $(cat "$T/zenoh.log")"
+  grep -q '"out_of_order":0' "$T/zcount.json" || fail "out of order: $(cat "$T/zcount.json")"
+  got=$(sed 's/.*"count":\([0-9]*\).*/\1/' "$T/zcount.json")
+  [[ $got -gt 150 ]] || fail "only $got samples came back over DDS"
+  grep -q "bytes still held in the pool: 0" "$T/zenoh.log" || fail "leak: $(cat "$T/zenoh.log")"
+  "$ZF" validate --flatten "$SRC/tests/compat/zenoh-flow/getting-started.yaml" > /dev/null \
+    || fail "Zenoh-Flow's getting-started.yaml does not load"
+  echo "zenoh: ok ($got samples out through zenoh-publishers and back through zenoh-subscribers over DDS)"
+}
+
+# drop_oldest across workers: a producer (1 ms period) faster than its
+# remote consumer (5 ms a capsule) keeps its rate; the links drop, at either
+# end, and memory stays bounded.
+slowdrop() {
+  NODES=$B/tests/nodes
+  local LIB=$NODES # start() reads it
+  cat > "$T/drop.yaml" <<EOS
+name: drop
+sources:
+  - {id: gen, library: $NODES/libt_gen.so, period: 1ms, configuration: {size: 65536}, outputs: [out]}
+sinks:
+  - {id: count, library: $NODES/libt_count.so, configuration: {delay_us: 5000}, inputs: [in]}
+links:
+  - {from: {node: gen, output: out}, to: {node: count, input: in}, queue: {capacity: 8, policy: drop_oldest}}
+mapping:
+  w1: [gen]
+  w2: [count]
+EOS
+  for w in w1 w2; do start $w; done
+  for w in w1 w2; do wait_for 20 workers_seen $w 2 || fail "$w does not see 2 workers"; done
+  uuid=$("$ZF" deploy "$T/drop.yaml" --socket "$T/w1.sock") || fail "deploy"
+  sleep 2
+  "$ZF" status "$uuid" --socket "$T/w2.sock" -o json > "$T/s.json" || fail "status"
+  python3 - "$T/s.json" <<'EOP' || fail "drop_oldest: $(cat "$T/s.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+sent = sum(n["sent"] for n in r["nodes"] if n["id"] == "gen")
+taken = sum(l["dequeued"] for l in r["links"] if l["to"] == "count.in")
+dropped = sum(l["dropped"] for l in r["links"])
+print(f"slowdrop: in 2 s gen sent {sent}, count took {taken}, the links dropped {dropped}, pools {r['pool']['bytes_in_use']} bytes")
+assert sent > 2.5 * taken, "the producer was held back"
+assert dropped > 0, "nothing dropped"
+assert r["pool"]["bytes_in_use"] <= 8 << 20, "memory beyond a few capacities"
+EOP
+  "$ZF" destroy "$uuid" --socket "$T/w1.sock" > "$T/destroy.txt" || fail "destroy: $(cat "$T/destroy.txt")"
+  grep -q "worker w1 .*bytes leaked 0" "$T/destroy.txt" && grep -q "worker w2 .*bytes leaked 0" "$T/destroy.txt" \
+    || fail "destroy: $(cat "$T/destroy.txt")"
+  stop_all
+  echo "slowdrop: ok (drop_oldest sheds at the ends of a cross-worker link, the producer keeps its rate)"
+}
+
 case $WHAT in
 three) three ;;
 kill) kill_one ;;
@@ -303,10 +377,14 @@ signed) signed ;;
 slow) slow ;;
 twenty) twenty ;;
 netns) netns ;;
+zenoh) zenoh ;;
+slowdrop) slowdrop ;;
 all) three; cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); kill_one
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); signed
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slow
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); twenty
-     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); netns ;;
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); netns
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); zenoh
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slowdrop ;;
 *) echo "unknown test '$WHAT'" >&2; exit 2 ;;
 esac
