@@ -682,6 +682,9 @@ typedef struct zf_instance_options {
      *  process's user could change (zf_code_path_check refuses it by
      *  default). */
     bool allow_writable_code;
+    /** Run every node in a process of its own (as `isolation: process`;
+     *  see docs/isolation.md). */
+    bool isolate_all;
 } zf_instance_options;
 
 /** Whether `path` (absolute, a file or a folder) and every folder above it
@@ -911,5 +914,7 @@ ZF_EXPORT bool zf_server_stop(zf_server *s);
 #ifdef __cplusplus
 }
 #endif
+
+#include "zflow/isolation.h" /* process-isolated nodes */
 
 #endif /* ZFLOW_H */

@@ -19,7 +19,7 @@
  * waiter's re-check sees the condition, or the notifier sees the waiter and
  * changes the sequence the waiter sleeps on (FUTEX_WAIT returns at once
  * when it differs). `shared` futex calls are for memory several processes
- * map; everything here today is process-private. */
+ * map (the rings of process-isolated nodes, src/proc). */
 #ifndef ZFI_FUTEX_H
 #define ZFI_FUTEX_H
 
@@ -117,6 +117,33 @@ static inline void zfi_evc_notify_one(zfi_evc *e)
         atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
         zfi_futex_wake(&e->seq, 1, false);
     }
+}
+
+/* The same eventcount in memory several processes map (src/proc's rings):
+ * shared futex calls. A waiter in another process may have scribbled over
+ * the words: the worst it gets is a spurious or a missed wake-up of its
+ * own traffic, never a wrong value anywhere else. */
+static inline void zfi_evc_wait_shared(zfi_evc *e, uint32_t key, int64_t timeout_ns)
+{
+    if (atomic_load_explicit(&e->seq, memory_order_acquire) == key)
+        zfi_futex_wait(&e->seq, key, timeout_ns, true);
+    atomic_fetch_sub_explicit(&e->waiters, 1, memory_order_relaxed);
+}
+
+static inline void zfi_evc_notify_shared(zfi_evc *e)
+{
+    if (atomic_load_explicit(&e->waiters, memory_order_seq_cst)) {
+        atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
+        zfi_futex_wake(&e->seq, INT_MAX, true);
+    }
+}
+
+/* Wake waiters whatever the waiter count says (the count lives in memory
+ * another process may have scribbled over: a death must wake for sure). */
+static inline void zfi_evc_kick_shared(zfi_evc *e)
+{
+    atomic_fetch_add_explicit(&e->seq, 1, memory_order_seq_cst);
+    zfi_futex_wake(&e->seq, INT_MAX, true);
 }
 
 /* A small lock for very short critical sections (the run queue): an

@@ -10,6 +10,7 @@
 
 static const char *const isolations[] = {"thread", "process"};
 static const char *const restarts[] = {"never", "on-failure", "always"};
+static const char *const hang_actions[] = {"degrade", "restart"};
 
 void zfi_parse_settings(zfi_loader *ld, const zf_config *map, const char *prefix, const char *id,
                         zf_node_kind kind, bool composite, zfi_settings *out)
@@ -48,8 +49,27 @@ void zfi_parse_settings(zfi_loader *ld, const zf_config *map, const char *prefix
     }
     if ((c = zfi_config_member(map, "isolation")))
         zfi_want_enum(ld, c, zfi_field(f, prefix, "isolation"), isolations, 2, &s.isolation);
-    if ((c = zfi_config_member(map, "restart")))
+    if ((c = zfi_config_member(map, "restart"))) {
         zfi_want_enum(ld, c, zfi_field(f, prefix, "restart"), restarts, 3, &s.restart);
+        s.restart_at = c;
+    }
+    if ((c = zfi_config_member(map, "max_restarts"))) {
+        zfi_field(f, prefix, "max_restarts");
+        if (c->kind != ZF_CFG_INT || c->i < 0 || c->i > UINT32_MAX)
+            zfi_err(ld, ZF_EINVAL, c, f,
+                    "expected a whole number of restarts (0 or more), found %s%s%s%s",
+                    zfi_kind_name(c), c->text ? " '" : "", c->text ? c->text : "",
+                    c->text ? "'" : "");
+        else
+            s.max_restarts = c->i;
+    }
+    if ((c = zfi_config_member(map, "restart_window")))
+        zfi_want_duration(ld, c, zfi_field(f, prefix, "restart_window"), &s.restart_window_ns);
+    if ((c = zfi_config_member(map, "hang_action"))) {
+        zfi_want_enum(ld, c, zfi_field(f, prefix, "hang_action"), hang_actions, 2, &s.hang_action);
+        if (s.hang_action == 1 && !s.restart_at)
+            s.restart_at = c;
+    }
     *out = s;
 }
 
@@ -69,6 +89,14 @@ void zfi_settings_under(zfi_settings *into, const zfi_settings *low)
         into->isolation = low->isolation;
     if (into->restart < 0)
         into->restart = low->restart;
+    if (into->max_restarts < 0)
+        into->max_restarts = low->max_restarts;
+    if (!into->restart_window_ns)
+        into->restart_window_ns = low->restart_window_ns;
+    if (into->hang_action < 0)
+        into->hang_action = low->hang_action;
+    if (!into->restart_at)
+        into->restart_at = low->restart_at;
 }
 
 void zfi_settings_apply(zfi_node *n, const zfi_settings *s)
@@ -82,6 +110,9 @@ void zfi_settings_apply(zfi_node *n, const zfi_settings *s)
     n->restart = s->restart == 2   ? ZFI_RESTART_ALWAYS
                  : s->restart == 1 ? ZFI_RESTART_ON_FAILURE
                                    : ZFI_RESTART_NEVER;
+    n->max_restarts = s->max_restarts >= 0 ? (uint32_t)s->max_restarts : 5;
+    n->restart_window_ns = s->restart_window_ns ? s->restart_window_ns : 60000000000LL;
+    n->hang_restart = s->hang_action == 1;
 }
 
 /* ---- ports ---- */

@@ -100,8 +100,11 @@ typedef struct zfi_node {
     int64_t error_window_ns; /* 0 = default */
     zfi_isolation isolation;
     zfi_restart restart;
-    char *worker;     /* from `mapping`, else NULL */
-    const char *file; /* where declared (interned) */
+    uint32_t max_restarts;     /* restarts allowed within restart_window (default 5) */
+    int64_t restart_window_ns; /* default 60 s */
+    bool hang_restart;         /* hang_action: restart (isolated nodes) */
+    char *worker;              /* from `mapping`, else NULL */
+    const char *file;          /* where declared (interned) */
     unsigned line, col;
 } zfi_node;
 

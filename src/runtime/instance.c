@@ -96,6 +96,7 @@ static void free_node(zf_node *n)
 {
     if (!n)
         return;
+    zfi_iso_free(n);
     zfi_unload_node(&n->lib, false);
     for (size_t o = 0; o < n->n_out; o++)
         free(n->out[o].links);
@@ -114,17 +115,15 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
     n->inst = inst;
     n->desc = nd;
     n->index = i;
-    if (nd->isolation == ZFI_ISOLATION_PROCESS) {
-        free(n);
-        return zfi_diag_add(diag, ZF_EINVAL, nd->file, nd->line, nd->col, "isolation",
-                            "node '%s': isolation: process is not available in this build; "
-                            "use isolation: thread",
-                            nd->id);
-    }
-    zf_err err = zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
-                               inst->allow_writable_code, &n->lib, diag);
+    n->hang_timeout_ns = nd->hang_timeout_ns;
+    zf_err err;
+    if (nd->isolation == ZFI_ISOLATION_PROCESS || inst->isolate_all)
+        err = zfi_iso_create(n, diag); /* loaded in its own process */
+    else
+        err = zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
+                            inst->allow_writable_code, &n->lib, diag);
     if (err != ZF_OK) {
-        free(n);
+        free_node(n);
         return err;
     }
     n->decl = n->lib.decl;
@@ -230,6 +229,19 @@ static zf_err init_nodes(zf_instance *inst, zf_diag *diag)
     zf_err err = ZF_OK;
     for (size_t k = 0; k < inst->n_nodes && err == ZF_OK; k++) {
         zf_node *n = inst->nodes[inst->topo[k]];
+        if (n->iso) { /* bounded by its process being killed */
+            n->error_msg[0] = '\0';
+            zf_err e = zfi_iso_init(n);
+            if (e == ZF_OK) {
+                n->initialized = true;
+                continue;
+            }
+            err = zfi_diag_add(diag, e == ZF_ETIMEDOUT ? ZF_ETIMEDOUT : ZF_ENODE, n->desc->file,
+                               n->desc->line, n->desc->col, "library",
+                               "node '%s': init failed in its isolated process: %s", n->desc->id,
+                               n->error_msg[0] ? n->error_msg : zf_strerror(e));
+            break;
+        }
         if (!n->decl->init) {
             n->initialized = true;
             continue;
@@ -267,6 +279,11 @@ static zf_err init_nodes(zf_instance *inst, zf_diag *diag)
 
 static void fini_node(zf_node *n, zf_stop_report *r)
 {
+    if (n->iso) { /* fini in its process, which then ends (killed past its bound) */
+        zfi_iso_fini(n);
+        n->initialized = false;
+        return;
+    }
     if (!n->initialized || !n->decl->fini)
         return;
     zf_err ignored;
@@ -388,6 +405,7 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     }
     inst->n_nodes = f->n_nodes;
     inst->allow_writable_code = opt && opt->allow_writable_code;
+    inst->isolate_all = opt && opt->isolate_all;
     if (opt && opt->n_code_dirs && opt->code_dirs) {
         inst->code_dirs = zfi_calloc(opt->n_code_dirs, sizeof *inst->code_dirs);
         for (size_t i = 0; inst->code_dirs && i < opt->n_code_dirs; i++)
@@ -496,6 +514,8 @@ zf_err zf_instance_start(zf_instance *inst)
     pthread_mutex_unlock(&rt->mu);
     for (size_t i = 0; i < inst->n_nodes; i++) {
         zf_node *n = inst->nodes[i];
+        if (n->iso)
+            zfi_iso_start(n);
         if (n->decl->kind != ZF_SOURCE || n->desc->period_ns <= 0)
             zfi_node_notify(n); /* free-running sources, anything with input */
     }

@@ -368,6 +368,8 @@ static enum step_result step_consumer(zf_node *n, bool *more)
         if (atomic_load_explicit(&n->parked, memory_order_relaxed) ||
             atomic_load_explicit(&n->inst->halted, memory_order_relaxed))
             break;
+        if (n->iso && !zfi_iso_room(n))
+            return STEP_OK; /* its process's rings are full: notified when not */
         zf_data *d = NULL;
         size_t port = 0;
         bool all_eos = true;
@@ -380,7 +382,9 @@ static enum step_result step_consumer(zf_node *n, bool *more)
             all_eos = all_eos && eos;
         }
         if (!d) {
-            if (all_eos)
+            /* An isolated node is done once its process drained its rings
+             * (it notifies the node then). */
+            if (all_eos && (!n->iso || zfi_iso_eos(n)))
                 finish_node(n);
             return STEP_OK;
         }

@@ -284,6 +284,8 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
         zf_node *n = inst->nodes[i];
         if (n->decl->kind != ZF_SOURCE)
             continue;
+        if (n->iso) /* its process stops producing; what it sent is forwarded */
+            zfi_iso_stop_source(n, deadline);
         while (atomic_load(&n->cb_word) && !hung(n) && zf_clock_ns() < deadline)
             usleep(200);
         n->done = true;
