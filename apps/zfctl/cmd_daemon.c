@@ -251,9 +251,14 @@ static void print_status(const zf_config *r)
         char ago[32] = "never";
         if (zf_config_kind_of(zf_config_get(n, "last_progress_s_ago")) != ZF_CFG_NULL)
             snprintf(ago, sizeof ago, "%.2f s ago", real(n, "last_progress_s_ago"));
-        printf("  %-22s %-8s %-9s %-10s %10lld %7lld %8lld %12s  %s\n", str(n, "id"),
-               str(n, "kind"), str(n, "state"), str(n, "worker"), num(n, "callbacks"),
-               num(n, "errors"), num(n, "restarts"), ago, str(n, "reason"));
+        printf("  %-22s %-8s %-9s %-10s %10lld %7lld %8lld %12s  %s", str(n, "id"), str(n, "kind"),
+               str(n, "state"), str(n, "worker"), num(n, "callbacks"), num(n, "errors"),
+               num(n, "restarts"), ago, str(n, "reason"));
+        /* isolated nodes: their process and how it last ended */
+        if (num(n, "pid") > 0 || *str(n, "last_exit"))
+            printf("%s[pid %lld%s%s]", *str(n, "reason") ? " " : "", num(n, "pid"),
+                   *str(n, "last_exit") ? ", last exit: " : "", str(n, "last_exit"));
+        printf("\n");
     }
     const zf_config *links = zf_config_get(r, "links");
     printf("links:\n  %-26s %-26s %-11s %5s %5s %5s %8s %12s\n", "FROM", "TO", "POLICY", "CAP",

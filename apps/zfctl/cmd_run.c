@@ -28,6 +28,7 @@ static void help(void)
            "  --max-memory SIZE     cap the instance's pool (overrides max_memory)\n"
            "  --drain-timeout D     bound on the graceful stop (overrides drain_timeout)\n"
            "  --log LEVEL           error, warn (default), info, debug, trace\n"
+           "  --isolate             run every node in a process of its own (isolation: process)\n"
            "\n"
            "exit status: 0 ok; 1 a node failed to start, a node was abandoned, or bytes\n"
            "leaked; 2 usage;\n"
@@ -43,6 +44,7 @@ typedef struct run_args {
     uint64_t max_memory;
     int64_t drain_ns;
     zf_log_level log;
+    bool isolate;
 } run_args;
 
 static void parse(int argc, char **argv, run_args *a)
@@ -63,6 +65,8 @@ static void parse(int argc, char **argv, run_args *a)
                 usage_error("run", "--stats-interval: %s", zf_last_error());
         } else if (!strcmp(s, "--stats")) {
             a->stats = true;
+        } else if (!strcmp(s, "--isolate")) {
+            a->isolate = true;
         } else if (!strncmp(s, "--workers", 9)) {
             int w = atoi(args_value(argc, argv, &i, "run"));
             if (w < 1 || w > 1024)
@@ -175,7 +179,8 @@ int cmd_run(int argc, char **argv)
         return EXIT_FAIL;
     }
     zf_diag *diag = zf_diag_new();
-    zf_instance_options io = {.max_memory = a.max_memory, .drain_timeout_ns = a.drain_ns};
+    zf_instance_options io = {
+        .max_memory = a.max_memory, .drain_timeout_ns = a.drain_ns, .isolate_all = a.isolate};
     creation cr = {.rt = rt, .flow = flow, .io = &io, .diag = diag};
     int early = 0;
     zf_err err = create_interruptible(&cr, &create_sigs, &early);

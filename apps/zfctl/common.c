@@ -178,6 +178,10 @@ void print_report(FILE *out, const zf_stop_report *r)
             fmt_bytes(r->pool_high_water, c, sizeof c));
     if (r->nodes_abandoned)
         fprintf(out, "abandoned nodes: %llu\n", (unsigned long long)r->nodes_abandoned);
+    if (r->child_deaths || r->refs_reclaimed)
+        fprintf(out, "isolated processes: %llu died, %llu reference(s) (%s) reclaimed from them\n",
+                (unsigned long long)r->child_deaths, (unsigned long long)r->refs_reclaimed,
+                fmt_bytes(r->bytes_reclaimed, d, sizeof d));
     if (r->holders[0])
         fprintf(out, "held: %s\n", r->holders);
     if (r->bytes_abandoned)

@@ -326,7 +326,8 @@ static char *deploy(zfd_daemon *d, const zf_request *req)
     zf_instance_options io = {.name = req->name,
                               .code_dirs = fo.include_dirs,
                               .n_code_dirs = fo.n_include_dirs,
-                              .allow_writable_code = d->allow_writable};
+                              .allow_writable_code = d->allow_writable,
+                              .isolate_all = d->isolate};
     zf_instance *inst = NULL;
     e = zf_instance_create(d->rt, f, &io, dg, &inst);
     if (e != ZF_OK) {
@@ -494,7 +495,11 @@ static char *status(zfd_daemon *d, entry *e)
         jw_str(&w, "worker", d->name);
         jw_uint(&w, "callbacks", n->callbacks);
         jw_uint(&w, "errors", n->errors);
-        jw_uint(&w, "restarts", 0);
+        jw_uint(&w, "restarts", n->restarts);
+        if (n->pid)
+            jw_uint(&w, "pid", (uint64_t)n->pid);
+        if (n->last_exit && n->last_exit[0])
+            jw_str(&w, "last_exit", n->last_exit);
         jw_uint(&w, "sent", n->sent);
         jw_uint(&w, "alloc_failures", n->alloc_failures);
         jw_uint(&w, "degraded_count", n->degraded_count);

@@ -120,6 +120,8 @@ static void help(FILE *out)
             "                         change)\n"
             "  --allow-writable-lib-path  accept code folders and files that users other than\n"
             "                         root and the daemon's could change (logged; unsafe)\n"
+            "  --isolate              run every node of every instance in a process of its own\n"
+            "                         (isolation: process; a crash takes only that node)\n"
             "  --config FILE          YAML: name, socket, lib_paths, workers, log,\n"
             "                         allow_descriptor_dir (options given here win)\n"
             "  --workers N            worker threads (default: one per CPU)\n"
@@ -136,6 +138,7 @@ typedef struct opts {
     size_t max_instances;
     bool allow_descriptor_dir;
     bool allow_writable;
+    bool isolate;
     bool log_set;
 } opts;
 
@@ -210,6 +213,8 @@ static void parse_args(int argc, char **argv, opts *o)
             o->allow_descriptor_dir = true;
         } else if (!strcmp(a, "--allow-writable-lib-path")) {
             o->allow_writable = true;
+        } else if (!strcmp(a, "--isolate")) {
+            o->isolate = true;
         } else {
             die("unknown argument '%s' (see zfd --help)", a);
         }
@@ -303,6 +308,7 @@ int main(int argc, char **argv)
     zfd_daemon d = {.name = strdup(o.name),
                     .allow_descriptor_dir = o.allow_descriptor_dir,
                     .allow_writable = o.allow_writable,
+                    .isolate = o.isolate,
                     .max_instances = o.max_instances ? o.max_instances : 256};
     pthread_mutex_init(&d.mu, NULL);
     d.lib_paths = calloc(o.n_lib_paths + 1, sizeof *d.lib_paths);

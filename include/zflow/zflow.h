@@ -735,7 +735,11 @@ typedef struct zf_stop_report {
                                    (a node wrote through zf_data_ptr); else 0 */
     int64_t drain_ns;         /**< how long the drain took */
     bool drain_timed_out;
-    char holders[512]; /**< who holds leaked bytes, or abandoned nodes */
+    uint64_t child_deaths;    /**< isolated nodes' processes that died (not counting the
+                                   normal exit at stop) */
+    uint64_t refs_reclaimed;  /**< references their ledgers released on their behalf */
+    uint64_t bytes_reclaimed; /**< the payload bytes of those capsules */
+    char holders[512];        /**< who holds leaked bytes, or abandoned nodes */
 } zf_stop_report;
 
 /** Graceful stop: stop sources, let end-of-stream flow through every link
@@ -761,6 +765,14 @@ typedef struct zf_node_stats {
     uint64_t last_progress_ns; /**< zf_clock_ns of the last completed callback */
     uint64_t busy_ns;          /**< time spent in callbacks */
     uint64_t degraded_count;   /**< times it became DEGRADED */
+    /* isolation: process (0 / NULL otherwise) */
+    int pid;               /**< its process now; 0: none (down, or not isolated) */
+    uint64_t restarts;     /**< times its process was restarted */
+    uint64_t deaths;       /**< times its process ended (the last at stop included) */
+    uint64_t copies;       /**< payloads copied crossing the boundary (wrapped or static
+                                memory, copied into the pool once); pool capsules: 0 */
+    const char *last_exit; /**< how its process last ended ("killed by signal 11
+                                (SIGSEGV)", ...), "" if it has not; owned by the stats */
 } zf_node_stats;
 
 /** Statistics of a link between two ports. */

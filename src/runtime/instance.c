@@ -607,6 +607,13 @@ zf_err zf_instance_stats_get(zf_instance *inst, zf_instance_stats **out)
         ns->last_progress_ns = atomic_load(&n->last_progress_ns);
         ns->busy_ns = atomic_load(&n->busy_ns);
         ns->degraded_count = atomic_load(&n->degraded_count);
+        zfi_iso_info ii;
+        zfi_iso_stats(n, &ii);
+        ns->pid = ii.pid;
+        ns->restarts = ii.restarts;
+        ns->deaths = ii.deaths;
+        ns->copies = ii.copies;
+        ns->last_exit = zfi_strdup(ii.last_exit);
     }
     pthread_mutex_unlock(&inst->mu);
     s->n_links = inst->n_links;
@@ -625,8 +632,10 @@ void zf_instance_stats_free(zf_instance_stats *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; s->nodes && i < s->n_nodes; i++)
+    for (size_t i = 0; s->nodes && i < s->n_nodes; i++) {
         free((char *)s->nodes[i].reason);
+        free((char *)s->nodes[i].last_exit);
+    }
     for (size_t i = 0; s->links && i < s->n_links; i++) {
         free((char *)s->links[i].from);
         free((char *)s->links[i].to);

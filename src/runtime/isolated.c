@@ -88,7 +88,7 @@ struct zfi_iso {
     size_t restart_head;
     /* figures (read by stats) */
     atomic_int pid;
-    atomic_uint_fast64_t restarts, reclaimed_refs, reclaimed_bytes, deaths, copies_in;
+    atomic_uint_fast64_t restarts, reclaimed_refs, reclaimed_bytes, deaths, crashes, copies_in;
     char last_exit[256]; /* under mu */
     zf_node_decl decl;
     zf_port_decl *in_ports, *out_ports;
@@ -838,6 +838,8 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
     pthread_cond_broadcast(&iso->cv);
     pthread_mutex_unlock(&iso->mu);
     atomic_fetch_add(&iso->deaths, 1);
+    if (ph != PH_FINISHING)
+        atomic_fetch_add(&iso->crashes, 1);
     uint64_t took = now_ns() - t0;
     if (ph != PH_FINISHING || failed)
         zfi_log(ph == PH_FINISHING ? ZF_LOG_INFO : ZF_LOG_WARN, "isolation",
@@ -1160,6 +1162,7 @@ void zfi_iso_stats(zf_node *n, zfi_iso_info *out)
     out->pid = atomic_load(&iso->pid);
     out->restarts = atomic_load(&iso->restarts);
     out->deaths = atomic_load(&iso->deaths);
+    out->crashes = atomic_load(&iso->crashes);
     out->reclaimed_refs = atomic_load(&iso->reclaimed_refs);
     out->reclaimed_bytes = atomic_load(&iso->reclaimed_bytes);
     out->copies = atomic_load(&iso->copies_in);

@@ -171,8 +171,11 @@ static void handle(zfi_msg *msg)
  * a ring needs is always sent before the handle. */
 static void catch_up(void)
 {
+    /* A message may be read before the runtime has counted it (it counts
+     * after sending): seen may be ahead of the count, never behind it for
+     * long. */
     uint32_t want = atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_acquire);
-    while (H.msgs_seen != want) {
+    while ((int32_t)(want - H.msgs_seen) > 0) {
         zfi_msg msg;
         bool closed = false;
         int k = zfi_msg_recv(H.sock, &msg, true, &closed);
@@ -239,7 +242,8 @@ static bool has_room(void *arg)
     uint32_t room = 0;
     if (!zfi_ring_room(arg, &room))
         die("node host: the runtime's view of a ring is inconsistent");
-    return room > 0 || atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) != H.msgs_seen;
+    return room > 0 || (int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) -
+                                 H.msgs_seen) > 0;
 }
 
 /* Push a cell (mu held; released while waiting for room). */
@@ -289,7 +293,8 @@ static bool loan_ready(void *arg)
 {
     (void)arg;
     return zfi_ring_ready(&H.m.loan) ||
-           atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) != H.msgs_seen;
+           (int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) - H.msgs_seen) >
+               0;
 }
 
 /* A loaned block of at least len bytes: ZF_OK, or ZF_ENOMEM when the
@@ -418,7 +423,7 @@ static void run_fini(void)
 static bool work_ready(void *arg)
 {
     (void)arg;
-    if (atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) != H.msgs_seen)
+    if ((int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) - H.msgs_seen) > 0)
         return true;
     uint32_t flags = atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire);
     uint32_t acked = atomic_load_explicit(&H.m.ctl->child.acked, memory_order_relaxed);
@@ -473,7 +478,8 @@ static void operator_loop(void)
             continue;
         uint32_t flags = atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire);
         uint32_t acked = atomic_load_explicit(&H.m.ctl->child.acked, memory_order_relaxed);
-        bool empty = atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) == H.msgs_seen;
+        bool empty = (int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) -
+                               H.msgs_seen) <= 0;
         for (size_t i = 0; i < H.m.n_in && empty; i++)
             empty = !zfi_ring_ready(&H.m.in[i]);
         if ((flags & ZFI_RT_EOS) && !(acked & ZFI_RT_EOS) && empty) {
@@ -489,7 +495,8 @@ static bool stop_or_msg(void *arg)
 {
     (void)arg;
     return (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire) & ZFI_RT_STOP) ||
-           atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) != H.msgs_seen;
+           (int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) - H.msgs_seen) >
+               0;
 }
 
 static bool started_or_msg(void *arg)

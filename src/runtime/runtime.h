@@ -316,7 +316,7 @@ void zfi_node_recover(zf_node *n, int bit, const char *what);
 /* Process-isolated nodes (isolated.c). */
 typedef struct zfi_iso_info {
     int pid; /* 0: no process now */
-    uint64_t restarts, deaths, reclaimed_refs, reclaimed_bytes, copies;
+    uint64_t restarts, deaths, crashes, reclaimed_refs, reclaimed_bytes, copies;
     char last_exit[256];
 } zfi_iso_info;
 /* Start n's process and load its code there: n gets the proxy's
