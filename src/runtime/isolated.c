@@ -68,16 +68,17 @@ struct zfi_iso {
     char init_msg[512];
     bool thread_done; /* the proxy thread ended */
     bool thread_started;
-    bool init_timed_out;   /* the first init outlived its bound */
-    bool eos_done;         /* the child drained its inputs after end of stream */
-    bool stop_done;        /* a source acknowledged the stop, its outputs drained */
-    bool hung;             /* proxy thread: a callback of the child is past hang_timeout */
-    uint64_t copies_dead;  /* copies counted by incarnations that ended */
-    bool first;            /* the first incarnation (create/init report to the caller) */
-    uint64_t deadline;     /* of the current phase (0: none) */
-    char kill_reason[200]; /* why the runtime killed it, for the death report */
-    atomic_bool dead;      /* the watcher saw the pidfd */
-    atomic_bool wake;      /* a request for the proxy thread */
+    bool init_timed_out;      /* the first init outlived its bound */
+    bool eos_done;            /* the child drained its inputs after end of stream */
+    bool stop_done;           /* a source acknowledged the stop, its outputs drained */
+    bool hung;                /* proxy thread: a callback of the child is past hang_timeout */
+    uint64_t copies_dead;     /* copies counted by incarnations that ended */
+    bool first;               /* the first incarnation (create/init report to the caller) */
+    uint64_t deadline;        /* of the current phase (0: none) */
+    char kill_reason[200];    /* why the runtime killed it, for the death report */
+    atomic_bool dead;         /* the watcher saw the pidfd */
+    _Atomic uint64_t died_ns; /* when it did */
+    atomic_bool wake;         /* a request for the proxy thread */
     pthread_t thread, watcher;
     bool watcher_started;
     size_t small_sent, small_bytes;
@@ -288,6 +289,7 @@ static void *watch_main(void *arg)
     struct pollfd p = {iso->child.pidfd, POLLIN, 0};
     while (poll(&p, 1, -1) < 0 && errno == EINTR)
         ;
+    atomic_store(&iso->died_ns, now_ns());
     atomic_store(&iso->dead, true);
     zfi_evc_kick_shared(&iso->m.ctl->to_rt);
     return NULL;
@@ -840,13 +842,13 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
     atomic_fetch_add(&iso->deaths, 1);
     if (ph != PH_FINISHING)
         atomic_fetch_add(&iso->crashes, 1);
-    uint64_t took = now_ns() - t0;
+    uint64_t took = now_ns() - t0, since = now_ns() - atomic_load(&iso->died_ns);
     if (ph != PH_FINISHING || failed)
         zfi_log(ph == PH_FINISHING ? ZF_LOG_INFO : ZF_LOG_WARN, "isolation",
                 "instance %s: node '%s' (process %s): %s; %llu reference(s), %llu bytes "
-                "reclaimed in %.3f ms",
+                "reclaimed in %.3f ms, %.3f ms after its pidfd signalled",
                 n->inst->uuid, n->desc->id, sig ? "killed" : "ended", why, (unsigned long long)refs,
-                (unsigned long long)bytes, (double)took / 1e6);
+                (unsigned long long)bytes, (double)took / 1e6, (double)since / 1e6);
     zfi_node_notify(n); /* the gate changed: a step sees it */
     return failed;
 }
