@@ -1155,6 +1155,22 @@ bool zfi_iso_eos(zf_node *n)
     return done;
 }
 
+void zfi_iso_watch(zf_node *n, uint64_t now)
+{
+    zfi_iso *iso = n->iso;
+    int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
+    pthread_mutex_lock(&iso->mu);
+    if (iso->have_shm && iso->phase == PH_UP) {
+        uint64_t since = atomic_load_explicit(&iso->m.ctl->child.busy_since, memory_order_acquire);
+        /* A callback past its bound, or one that returned after it: the
+         * proxy thread judges (watch_hang). */
+        if ((since && now > since && now - since > (uint64_t)limit && !iso->hung) ||
+            (!since && iso->hung))
+            zfi_evc_kick_shared(&iso->m.ctl->to_rt);
+    }
+    pthread_mutex_unlock(&iso->mu);
+}
+
 void zfi_iso_stats(zf_node *n, zfi_iso_info *out)
 {
     zfi_iso *iso = n->iso;

@@ -337,6 +337,8 @@ void zfi_iso_start(zf_node *n);
 /* A source: stop producing; wait (until deadline) for what it sent. */
 void zfi_iso_stop_source(zf_node *n, uint64_t deadline);
 void zfi_iso_stats(zf_node *n, zfi_iso_info *out);
+/* The watchdog's look at a process's callback (timer thread, rt->mu held). */
+void zfi_iso_watch(zf_node *n, uint64_t now);
 /* In a node host (node_host.c): send and allocate across the boundary. */
 zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only);
 zf_err zfi_host_alloc(zf_node *n, size_t len, zf_data **out);

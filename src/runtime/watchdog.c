@@ -65,6 +65,10 @@ void zfi_watchdog_scan(zf_instance *inst, uint64_t now)
 {
     for (size_t i = 0; i < inst->n_nodes; i++) {
         zf_node *n = inst->nodes[i];
+        if (n->iso) { /* its callbacks run in its process */
+            zfi_iso_watch(n, now);
+            continue;
+        }
         uint64_t w = atomic_load(&n->cb_word);
         int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
         /* The start is the timer's clock when the callback began: up to a

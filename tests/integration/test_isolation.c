@@ -239,7 +239,8 @@ ZT_CASE(sigkill_during_run)
 
 /* gen -> crash (isolated; dies on every 10th message) -> count, and gen ->
  * healthy count beside it. */
-static const char *poison_flow(const char *how, const char *restart, const char *extra_cfg)
+static const char *poison_flow_sized(unsigned size, const char *how, const char *restart,
+                                     const char *extra_cfg)
 {
     static char buf[2048];
     snprintf(buf, sizeof buf,
@@ -248,7 +249,7 @@ static const char *poison_flow(const char *how, const char *restart, const char 
              "  - id: gen\n"
              "    library: \"{{ NODES }}/libt_gen.so\"\n"
              "    period: 2ms\n"
-             "    configuration: {size: 256}\n"
+             "    configuration: {size: %u}\n"
              "    outputs: [out]\n"
              "operators:\n"
              "  - id: crash\n"
@@ -271,8 +272,13 @@ static const char *poison_flow(const char *how, const char *restart, const char 
              "  - {from: {node: gen, output: out}, to: {node: healthy, input: in},\n"
              "     queue: {capacity: 16, policy: block}}\n"
              "  - {from: {node: crash, output: out}, to: {node: after, input: in}}\n",
-             restart, how, extra_cfg);
+             size, restart, how, extra_cfg);
     return buf;
+}
+
+static const char *poison_flow(const char *how, const char *restart, const char *extra_cfg)
+{
+    return poison_flow_sized(256, how, restart, extra_cfg);
 }
 
 static bool wait_state(zf_instance *inst, const char *id, zf_node_state st, int ms)
@@ -432,6 +438,114 @@ ZT_CASE(load_error_in_child_is_reported)
     zf_flow_free(f);
 }
 
+/* A child maps the pool read-only except what it was loaned: writing into
+ * a (large) capsule it received faults in its own process. */
+ZT_CASE(writing_a_received_capsule_faults_in_the_child)
+{
+    zf_flow *f;
+    zf_instance *inst = zt_launch(
+        runtime(), poison_flow_sized(2u << 20, "write", "restart: never", ", crash_every: 1"),
+        NULL, &f);
+    ZT_CHECK(inst);
+    ZT_CHECK(wait_state(inst, "crash", ZF_NODE_FAILED, 20000));
+    char last[256];
+    iso(inst, "crash", last, sizeof last);
+    printf("  %s\n", last);
+    ZT_CONTAINS(last, "SIGSEGV");
+    zf_stop_report r = zt_finish(inst, f);
+    ZT_EQ(r.bytes_leaked, 0);
+}
+
+/* hang_action: restart: a callback of the child past hang_timeout gets
+ * its process killed and restarted. */
+ZT_CASE(hang_action_restart_kills_and_restarts)
+{
+    zf_flow *f;
+    zf_instance *inst = zt_launch(runtime(),
+                                  "name: hang\n"
+                                  "sources:\n"
+                                  "  - id: gen\n"
+                                  "    library: \"{{ NODES }}/libt_gen.so\"\n"
+                                  "    period: 5ms\n"
+                                  "    outputs: [out]\n"
+                                  "operators:\n"
+                                  "  - id: relay\n"
+                                  "    library: \"{{ NODES }}/libt_relay.so\"\n"
+                                  "    isolation: process\n"
+                                  "    hang_timeout: 200ms\n"
+                                  "    hang_action: restart\n"
+                                  "    restart: always\n"
+                                  "    configuration: {hang_on: 20}\n"
+                                  "    inputs: [in]\n"
+                                  "    outputs: [out]\n"
+                                  "sinks:\n"
+                                  "  - id: sink\n"
+                                  "    library: \"{{ NODES }}/libt_count.so\"\n"
+                                  "    inputs: [in]\n"
+                                  "links:\n"
+                                  "  - {from: {node: gen, output: out}, to: {node: relay, input: "
+                                  "in}}\n"
+                                  "  - {from: {node: relay, output: out}, to: {node: sink, input: "
+                                  "in}}\n",
+                                  NULL, &f);
+    ZT_CHECK(inst);
+    zf_node_stats s;
+    char last[256] = "";
+    for (int i = 0; i < 10000; i++) {
+        s = iso(inst, "relay", last, sizeof last);
+        if (s.restarts >= 2)
+            break;
+        zt_sleep_ms(1);
+    }
+    printf("  %llu restarts; last exit: %s\n", (unsigned long long)s.restarts, last);
+    ZT_CHECK(s.restarts >= 2);
+    ZT_CONTAINS(last, "has not returned");
+    ZT_CONTAINS(last, "hang_action: restart");
+    zf_stop_report r = zt_finish(inst, f);
+    ZT_EQ(r.bytes_leaked, 0);
+    ZT_EQ(r.nodes_abandoned, 0); /* a process is killed, no thread left behind */
+}
+
+/* An isolated init that never returns is killed after its bound: the
+ * creation answers, nothing is left behind. */
+ZT_CASE(isolated_init_that_never_returns_is_killed)
+{
+    zf_diag *diag = zf_diag_new();
+    zf_err err = ZF_OK;
+    zf_flow *f = zt_flow("name: ih\n"
+                         "sources:\n"
+                         "  - id: gen\n"
+                         "    library: \"{{ NODES }}/libt_gen.so\"\n"
+                         "    outputs: [out]\n"
+                         "sinks:\n"
+                         "  - id: bad\n"
+                         "    library: \"{{ NODES }}/libt_faulty.so\"\n"
+                         "    isolation: process\n"
+                         "    hang_timeout: 100ms\n"
+                         "    configuration: {mode: init_hang}\n"
+                         "    inputs: [in]\n"
+                         "links:\n"
+                         "  - {from: {node: gen, output: out}, to: {node: bad, input: in}}\n",
+                         NULL, diag, &err);
+    ZT_CHECK(f);
+    zf_instance *inst = NULL;
+    uint64_t t0 = zf_clock_ns();
+    ZT_EQ(zf_instance_create(runtime(), f, NULL, diag, &inst), ZF_ETIMEDOUT);
+    double secs = (double)(zf_clock_ns() - t0) / 1e9;
+    char *text = zf_diag_format(diag);
+    printf("  after %.2f s: %s", secs, text);
+    ZT_CONTAINS(text, "init has not returned after 1.0 s");
+    ZT_CHECK(secs < 5.0);
+    free(text);
+    zf_abandoned_thread *ab = NULL;
+    size_t n_ab = 0;
+    ZT_OK(zf_runtime_abandoned(runtime(), &ab, &n_ab));
+    ZT_EQ(n_ab, 0);
+    free(ab);
+    zf_diag_free(diag);
+    zf_flow_free(f);
+}
+
 ZT_CASE(teardown)
 {
     zf_runtime_destroy(rt);
@@ -443,4 +557,7 @@ ZT_MAIN(ZT_ENTRY(seed_detect_isolated), ZT_ENTRY(seed_detect_isolated_pinned),
         ZT_ENTRY(garbage_in_rings_kills_the_child),
         ZT_ENTRY(kill_at_random_points_holding_capsules), ZT_ENTRY(sigkill_during_run),
         ZT_ENTRY(restart_needs_isolation), ZT_ENTRY(load_error_in_child_is_reported),
+        ZT_ENTRY(writing_a_received_capsule_faults_in_the_child),
+        ZT_ENTRY(hang_action_restart_kills_and_restarts),
+        ZT_ENTRY(isolated_init_that_never_returns_is_killed),
         ZT_ENTRY(teardown))
