@@ -68,15 +68,15 @@ struct zfi_iso {
     char init_msg[512];
     bool thread_done; /* the proxy thread ended */
     bool thread_started;
-    bool init_timed_out;      /* the first init outlived its bound */
-    bool eos_done;            /* the child drained its inputs after end of stream */
-    bool stop_done;           /* a source acknowledged the stop, its outputs drained */
-    bool hung;                /* proxy thread: a callback of the child is past hang_timeout */
-    uint64_t copies_dead;     /* copies counted by incarnations that ended */
-    bool first;               /* the first incarnation (create/init report to the caller) */
-    uint64_t deadline;        /* of the current phase (0: none) */
-    char kill_reason[200];    /* why the runtime killed it, for the death report */
-    atomic_bool dead;         /* the watcher saw the pidfd */
+    bool init_timed_out;   /* the first init outlived its bound */
+    bool eos_done;         /* the child drained its inputs after end of stream */
+    bool stop_done;        /* a source acknowledged the stop, its outputs drained */
+    atomic_bool hung;      /* a callback of the child is past hang_timeout (proxy thread writes) */
+    uint64_t copies_dead;  /* copies counted by incarnations that ended */
+    bool first;            /* the first incarnation (create/init report to the caller) */
+    uint64_t deadline;     /* of the current phase (0: none) */
+    char kill_reason[200]; /* why the runtime killed it, for the death report */
+    atomic_bool dead;      /* the watcher saw the pidfd */
     _Atomic uint64_t died_ns; /* when it did */
     atomic_bool wake;         /* a request for the proxy thread */
     pthread_t thread, watcher;
