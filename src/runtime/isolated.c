@@ -132,7 +132,10 @@ static void kill_child(zfi_iso *iso, const char *fmt, ...)
 static bool say(zfi_iso *iso, uint32_t type, const void *data, size_t len, int fd)
 {
     if (!zfi_msg_send(iso->child.sock, type, data, len, fd >= 0 ? &fd : NULL, fd >= 0)) {
-        kill_child(iso, "its control socket failed (%s)", strerror(errno));
+        if (errno == EPIPE || errno == ECONNRESET)
+            zfi_child_kill(&iso->child); /* it is dying already: its death says why */
+        else
+            kill_child(iso, "its control socket failed (%s)", strerror(errno));
         return false;
     }
     if (iso->have_shm) {

@@ -727,6 +727,7 @@ int zf_node_host_main(int argc, char **argv)
     }
     if (e != ZF_OK) {
         send_diag(diag, e);
+        zf_diag_free(diag);
         return 1;
     }
     zf_diag_free(diag);
