@@ -19,7 +19,9 @@ static void usage(FILE *out)
         "benchmarks:\n"
         "  limit     a raw ring of 8-byte cells between the same two pinned threads:\n"
         "            the machine's limit for one hop, by hop's rules\n"
-        "  hop       one link between two threads, zero-copy (pool capsules)\n"
+        "  hop       one link between two threads, zero-copy (pool capsules); with\n"
+        "            --isolated: source -> an operator in a process of its own -> sink\n"
+        "            (two process crossings, through the runtime)\n"
         "  copy      the same hop with one memcpy of the payload per hop\n"
         "  pipeline  source -> operator -> operator -> sink through the runtime\n"
         "  stage     the same pipeline on one worker: CPU per message of one stage\n"
@@ -28,6 +30,7 @@ static void usage(FILE *out)
         "\n"
         "options:\n"
         "  --json          results as JSON (with the machine)\n"
+        "  --isolated      hop: across a process boundary (isolation: process)\n"
         "  --sizes LIST    payload sizes, e.g. 64,4KiB,1MiB (default 64,4KiB,1MiB,10MiB,100MiB)\n"
         "  --seconds S     throughput phase per size (default 1)\n"
         "  --samples N     latency samples per size (default 20000)\n"
@@ -65,6 +68,8 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--json")) {
             o.json = true;
+        } else if (!strcmp(a, "--isolated")) {
+            o.isolated = true;
         } else if (!strcmp(a, "--sizes") && i + 1 < argc) {
             if (parse_sizes(argv[++i], &o) != 0)
                 return 2;
@@ -91,7 +96,7 @@ int main(int argc, char **argv)
     if (all || !strcmp(which, "limit"))
         rc |= bench_limit(&o, res, &n);
     if (all || !strcmp(which, "hop"))
-        rc |= bench_hop(&o, false, res, &n);
+        rc |= o.isolated ? bench_hop_isolated(&o, res, &n) : bench_hop(&o, false, res, &n);
     if (all || !strcmp(which, "copy"))
         rc |= bench_hop(&o, true, res, &n);
     if (all || !strcmp(which, "pipeline"))

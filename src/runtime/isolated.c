@@ -637,10 +637,10 @@ static void room_and_acks(zfi_iso *iso)
     bool notify = false;
     pthread_mutex_lock(&iso->mu);
     if (atomic_load_explicit(&iso->m.ctl->rt.room_wanted, memory_order_seq_cst)) {
-        bool room = true;
+        bool room = true; /* half of every input ring free (the child's hysteresis) */
         for (size_t i = 0; i < iso->m.n_in && room; i++) {
             uint32_t r = 0;
-            room = zfi_ring_room(&iso->m.in[i], &r) && r > 0;
+            room = zfi_ring_room(&iso->m.in[i], &r) && r >= iso->m.in[i].cap / 2;
         }
         if (room) {
             atomic_store_explicit(&iso->m.ctl->rt.room_wanted, 0, memory_order_relaxed);
@@ -716,9 +716,11 @@ static bool ready(zfi_iso *iso, bool syscalls)
     if (((acked & ZFI_RT_EOS) && !iso->eos_done) || ((acked & ZFI_RT_STOP) && !iso->stop_done))
         return true;
     if (atomic_load(&iso->m.ctl->rt.room_wanted)) {
-        for (size_t i = 0; i < iso->m.n_in; i++)
-            if (atomic_load(&iso->m.in[i].s->head) != iso->m.in[i].seen)
-                return true;
+        bool half = true;
+        for (size_t i = 0; i < iso->m.n_in && half; i++)
+            half = iso->m.in[i].pos - atomic_load(&iso->m.in[i].s->head) <= iso->m.in[i].cap / 2;
+        if (half)
+            return true;
     }
     if (syscalls) {
         struct pollfd p = {iso->child.sock, POLLIN, 0};

@@ -454,7 +454,11 @@ static void operator_loop(void)
                 die("node host: input ring %zu's tail is inconsistent", i);
             if (!got)
                 continue;
-            if (atomic_load_explicit(&H.m.ctl->rt.room_wanted, memory_order_seq_cst))
+            /* The runtime waits for room: tell it once half the ring is
+             * free (hysteresis: not a wake-up per cell). */
+            if (atomic_load_explicit(&H.m.ctl->rt.room_wanted, memory_order_seq_cst) &&
+                atomic_load_explicit(&H.m.in[i].s->tail, memory_order_relaxed) - H.m.in[i].pos <=
+                    H.m.in[i].cap / 2)
                 zfi_evc_notify_shared(&H.m.ctl->to_rt);
             catch_up();
             zf_data *d = NULL;
