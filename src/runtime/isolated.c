@@ -573,6 +573,10 @@ static bool drain_data(zfi_iso *iso)
         }
         zf_data_unref(d);
     }
+    /* The child may wait for room in those rings. (The proxy thread alone
+     * unmaps them: no lock needed.) */
+    if (did)
+        zfi_evc_notify_shared(&iso->m.ctl->to_child);
     return did;
 }
 
