@@ -12,6 +12,21 @@ static const char *const isolations[] = {"thread", "process"};
 static const char *const restarts[] = {"never", "on-failure", "always"};
 static const char *const hang_actions[] = {"degrade", "restart"};
 
+/* A whole number from `min` to UINT32_MAX; else an error saying so. */
+static bool want_count(zfi_loader *ld, const zf_config *c, const char *field, int64_t min,
+                       const char *what, int64_t *out)
+{
+    if (c->kind != ZF_CFG_INT || c->i < min || c->i > UINT32_MAX) {
+        zfi_err(ld, ZF_EINVAL, c, field,
+                "expected a whole number of %s of at least %lld, found %s%s%s%s", what,
+                (long long)min, zfi_kind_name(c), c->text ? " '" : "", c->text ? c->text : "",
+                c->text ? "'" : "");
+        return false;
+    }
+    *out = c->i;
+    return true;
+}
+
 void zfi_parse_settings(zfi_loader *ld, const zf_config *map, const char *prefix, const char *id,
                         zf_node_kind kind, bool composite, zfi_settings *out)
 {
@@ -37,32 +52,19 @@ void zfi_parse_settings(zfi_loader *ld, const zf_config *map, const char *prefix
         zfi_want_duration(ld, c, zfi_field(f, prefix, "send_timeout"), &s.send_ns);
     if ((c = zfi_config_member(map, "error_window")))
         zfi_want_duration(ld, c, zfi_field(f, prefix, "error_window"), &s.window_ns);
-    if ((c = zfi_config_member(map, "max_errors"))) {
-        zfi_field(f, prefix, "max_errors");
-        if (c->kind != ZF_CFG_INT || c->i < 1 || c->i > UINT32_MAX)
-            zfi_err(ld, ZF_EINVAL, c, f,
-                    "expected a whole number of errors of at least 1, found %s%s%s%s",
-                    zfi_kind_name(c), c->text ? " '" : "", c->text ? c->text : "",
-                    c->text ? "'" : "");
-        else
-            s.max_errors = (uint32_t)c->i;
-    }
+    int64_t v;
+    if ((c = zfi_config_member(map, "max_errors")) &&
+        want_count(ld, c, zfi_field(f, prefix, "max_errors"), 1, "errors", &v))
+        s.max_errors = (uint32_t)v;
     if ((c = zfi_config_member(map, "isolation")))
         zfi_want_enum(ld, c, zfi_field(f, prefix, "isolation"), isolations, 2, &s.isolation);
     if ((c = zfi_config_member(map, "restart"))) {
         zfi_want_enum(ld, c, zfi_field(f, prefix, "restart"), restarts, 3, &s.restart);
         s.restart_at = c;
     }
-    if ((c = zfi_config_member(map, "max_restarts"))) {
-        zfi_field(f, prefix, "max_restarts");
-        if (c->kind != ZF_CFG_INT || c->i < 0 || c->i > UINT32_MAX)
-            zfi_err(ld, ZF_EINVAL, c, f,
-                    "expected a whole number of restarts (0 or more), found %s%s%s%s",
-                    zfi_kind_name(c), c->text ? " '" : "", c->text ? c->text : "",
-                    c->text ? "'" : "");
-        else
-            s.max_restarts = c->i;
-    }
+    if ((c = zfi_config_member(map, "max_restarts")) &&
+        want_count(ld, c, zfi_field(f, prefix, "max_restarts"), 0, "restarts", &v))
+        s.max_restarts = v;
     if ((c = zfi_config_member(map, "restart_window")))
         zfi_want_duration(ld, c, zfi_field(f, prefix, "restart_window"), &s.restart_window_ns);
     if ((c = zfi_config_member(map, "hang_action"))) {

@@ -289,6 +289,16 @@ static const char *poison_flow(const char *how, const char *restart, const char 
     return poison_flow_sized(256, how, restart, extra_cfg);
 }
 
+/* The rest of the graph runs on: gen's other branch keeps counting
+ * (gen sends every 2 ms; 50 in 300 ms is a wide margin). */
+static bool healthy_runs_on(zf_instance *inst)
+{
+    zf_node_stats h0 = node(inst, "healthy", NULL);
+    zt_sleep_ms(300);
+    zf_node_stats h1 = node(inst, "healthy", NULL);
+    return h1.callbacks >= h0.callbacks + 50;
+}
+
 static bool wait_state(zf_instance *inst, const char *id, zf_node_state st, int ms)
 {
     return zt_wait_state(inst, id, st, ms);
@@ -317,11 +327,7 @@ ZT_CASE(poison_message_fails_after_max_restarts)
     ZT_EQ(ci.restarts, 3);
     ZT_EQ(ci.pid, 0);
     ZT_EQ(cr.state, ZF_NODE_FAILED);
-    /* The rest of the graph runs on: the camera's other branch grows. */
-    zf_node_stats h0 = node(inst, "healthy", NULL);
-    zt_sleep_ms(300);
-    zf_node_stats h1 = node(inst, "healthy", NULL);
-    ZT_CHECK(h1.callbacks >= h0.callbacks + 50);
+    ZT_CHECK(healthy_runs_on(inst));
     zf_stop_report r = zt_finish(inst, f);
     ZT_EQ(r.child_deaths, 4);
     ZT_EQ(r.bytes_leaked, 0);
@@ -343,10 +349,7 @@ ZT_CASE(garbage_in_rings_kills_the_child)
     printf("  %s\n", last);
     ZT_CONTAINS(last, "killed by the runtime");
     ZT_CONTAINS(reason, "restart: never");
-    zf_node_stats h0 = node(inst, "healthy", NULL);
-    zt_sleep_ms(300);
-    zf_node_stats h1 = node(inst, "healthy", NULL);
-    ZT_CHECK(h1.callbacks >= h0.callbacks + 50);
+    ZT_CHECK(healthy_runs_on(inst));
     zf_stop_report r = zt_finish(inst, f);
     ZT_EQ(r.child_deaths, 1);
     ZT_EQ(r.bytes_leaked, 0);
@@ -394,19 +397,9 @@ ZT_CASE(restart_needs_isolation)
 {
     zf_diag *diag = zf_diag_new();
     zf_err err = ZF_OK;
-    zf_flow *f = zt_flow("name: r\n"
-                         "sources:\n"
-                         "  - id: gen\n"
-                         "    library: \"{{ NODES }}/libt_gen.so\"\n"
-                         "    outputs: [out]\n"
-                         "sinks:\n"
-                         "  - id: sink\n"
-                         "    library: \"{{ NODES }}/libt_count.so\"\n"
-                         "    restart: on-failure\n"
-                         "    inputs: [in]\n"
-                         "links:\n"
-                         "  - {from: {node: gen, output: out}, to: {node: sink, input: in}}\n",
-                         NULL, diag, &err);
+    const zt_node nodes[] = {{"gen", ZT_LIB("gen"), NULL, NULL},
+                             {"sink", ZT_LIB("count") "\n    restart: on-failure", NULL, NULL}};
+    zf_flow *f = zt_flow(zt_chain("r", nodes, 2, false), NULL, diag, &err);
     ZT_CHECK(!f);
     char *text = zf_diag_format(diag);
     printf("  %s", text);
@@ -421,19 +414,9 @@ ZT_CASE(load_error_in_child_is_reported)
 {
     zf_diag *diag = zf_diag_new();
     zf_err err = ZF_OK;
-    zf_flow *f = zt_flow("name: r\n"
-                         "sources:\n"
-                         "  - id: gen\n"
-                         "    library: \"{{ NODES }}/libt_bad_abi.so\"\n"
-                         "    isolation: process\n"
-                         "    outputs: [out]\n"
-                         "sinks:\n"
-                         "  - id: sink\n"
-                         "    library: \"{{ NODES }}/libt_count.so\"\n"
-                         "    inputs: [in]\n"
-                         "links:\n"
-                         "  - {from: {node: gen, output: out}, to: {node: sink, input: in}}\n",
-                         NULL, diag, &err);
+    const zt_node nodes[] = {{"gen", ZT_LIB("bad_abi") "\n    isolation: process", NULL, NULL},
+                             {"sink", ZT_LIB("count"), NULL, NULL}};
+    zf_flow *f = zt_flow(zt_chain("r", nodes, 2, false), NULL, diag, &err);
     ZT_CHECK(f);
     zf_instance *inst = NULL;
     ZT_CHECK(zf_instance_create(runtime(), f, NULL, diag, &inst) != ZF_OK);
@@ -520,21 +503,11 @@ ZT_CASE(isolated_init_that_never_returns_is_killed)
 {
     zf_diag *diag = zf_diag_new();
     zf_err err = ZF_OK;
-    zf_flow *f = zt_flow("name: ih\n"
-                         "sources:\n"
-                         "  - id: gen\n"
-                         "    library: \"{{ NODES }}/libt_gen.so\"\n"
-                         "    outputs: [out]\n"
-                         "sinks:\n"
-                         "  - id: bad\n"
-                         "    library: \"{{ NODES }}/libt_faulty.so\"\n"
-                         "    isolation: process\n"
-                         "    hang_timeout: 100ms\n"
-                         "    configuration: {mode: init_hang}\n"
-                         "    inputs: [in]\n"
-                         "links:\n"
-                         "  - {from: {node: gen, output: out}, to: {node: bad, input: in}}\n",
-                         NULL, diag, &err);
+    const zt_node nodes[] = {{"gen", ZT_LIB("gen"), NULL, NULL},
+                             {"bad",
+                              ZT_LIB("faulty") "\n    isolation: process\n    hang_timeout: 100ms",
+                              "mode: init_hang", NULL}};
+    zf_flow *f = zt_flow(zt_chain("ih", nodes, 2, false), NULL, diag, &err);
     ZT_CHECK(f);
     zf_instance *inst = NULL;
     uint64_t t0 = zf_clock_ns();
