@@ -82,8 +82,9 @@ int zfi_msg_recv(int sock, zfi_msg *m, bool block, bool *closed)
                     close(fds[i]);
             }
         }
-    if (k == 0 || (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))) {
-        if (k == 0 && closed)
+    if (k <= 0) {
+        bool none = k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+        if (!none && closed) /* ended, or reset by a peer that died */
             *closed = true;
         free(buf);
         return 0;

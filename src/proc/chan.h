@@ -40,7 +40,7 @@ typedef struct zfi_msg {
 bool zfi_msg_send(int sock, uint32_t type, const void *data, size_t len, const int *fds,
                   size_t n_fds);
 /* Receive one message into m (free with zfi_msg_free). 1: a message, 0: none
- * waiting (nonblocking) or the peer closed (*closed set), -1: error or a
+ * waiting (nonblocking), or the peer closed or died (*closed set), -1: a
  * malformed message. */
 int zfi_msg_recv(int sock, zfi_msg *m, bool block, bool *closed);
 void zfi_msg_free(zfi_msg *m);

@@ -759,6 +759,10 @@ static void run(zfi_iso *iso)
             did |= drain_data(iso);
             did |= serve_loans(iso);
             room_and_acks(iso);
+            /* Its errors come here (ZFI_MSG_ERROR): so does the recovery
+             * after an error_window without one. */
+            if (atomic_load(&n->degraded) & ZFI_DEG_ERRORS)
+                zfi_node_success(n, now_ns());
         }
         if (atomic_load(&iso->dead))
             return;

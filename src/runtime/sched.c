@@ -260,8 +260,8 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d, uint64_t *n
         err = ZF_OK; /* sending while the instance stops: not the node's fault */
     if (err != ZF_OK)
         zfi_node_error(n, err, d ? "on_input" : "produce");
-    else if (atomic_load_explicit(&n->degraded, memory_order_relaxed))
-        zfi_node_success(n, t1);
+    else if (atomic_load_explicit(&n->degraded, memory_order_relaxed) && !n->iso)
+        zfi_node_success(n, t1); /* (an isolated node's proxy thread judges its own) */
     return was_hung ? STEP_RETIRE : STEP_OK;
 }
 
