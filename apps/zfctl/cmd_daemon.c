@@ -213,6 +213,10 @@ static void print_report_json(const zf_config *rep)
                : "");
     printf("pool: %s freed, %s leaked\n", fmt_bytes((uint64_t)num(rep, "bytes_freed"), a, sizeof a),
            fmt_bytes((uint64_t)num(rep, "bytes_leaked"), b, sizeof b));
+    if (num(rep, "child_deaths") || num(rep, "refs_reclaimed"))
+        printf("isolated processes: %lld died, %lld reference(s) (%s) reclaimed from them\n",
+               num(rep, "child_deaths"), num(rep, "refs_reclaimed"),
+               fmt_bytes((uint64_t)num(rep, "bytes_reclaimed"), a, sizeof a));
     if (*str(rep, "held"))
         printf("held: %s\n", str(rep, "held"));
     printf("bytes leaked: %lld%s\n", num(rep, "bytes_leaked"),

@@ -134,6 +134,14 @@ void print_nodes(FILE *out, const zf_instance_stats *s)
                 (unsigned long long)n->sent, (unsigned long long)n->alloc_failures, busy, ago,
                 n->reason ? n->reason : "");
     }
+    for (size_t i = 0; i < s->n_nodes; i++) { /* isolated nodes: their process */
+        const zf_node_stats *n = &s->nodes[i];
+        if (n->pid || n->deaths)
+            fprintf(out, "  %s: process %d, %llu restart(s)%s%s\n", n->id, n->pid,
+                    (unsigned long long)n->restarts,
+                    n->last_exit && n->last_exit[0] ? ", last exit: " : "",
+                    n->last_exit ? n->last_exit : "");
+    }
 }
 
 void print_links(FILE *out, const zf_instance_stats *s)

@@ -447,6 +447,9 @@ static void report_json(jw *w, const char *key, const zf_stop_report *r)
     jw_uint(w, "bytes_leaked", r->bytes_leaked);
     jw_uint(w, "pool_high_water", r->pool_high_water);
     jw_uint(w, "nodes_abandoned", r->nodes_abandoned);
+    jw_uint(w, "child_deaths", r->child_deaths);
+    jw_uint(w, "refs_reclaimed", r->refs_reclaimed);
+    jw_uint(w, "bytes_reclaimed", r->bytes_reclaimed);
     jw_uint(w, "shared_writes", r->shared_writes);
     jw_num(w, "drain_s", (double)r->drain_ns / 1e9);
     jw_bool(w, "drain_timed_out", r->drain_timed_out);
