@@ -83,8 +83,10 @@ zf_err zfi_child_spawn(const char *label, zfi_child *out)
     setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof bufsz);
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    /* dup2 onto 3 clears close-on-exec for the child's copy. */
+    /* dup2 onto 3 clears close-on-exec for the child's copy; nothing else
+     * of this process (a daemon's client sockets...) goes along. */
     posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 4);
     posix_spawnattr_t at;
     posix_spawnattr_init(&at);
     sigset_t none, all;

@@ -540,6 +540,9 @@ zf_err zf_instance_suspend(zf_instance *inst)
     atomic_store(&inst->sources_stopped, true);
     set_state(inst, ZF_INSTANCE_SUSPENDED);
     pthread_mutex_unlock(&inst->mu);
+    for (size_t i = 0; i < inst->n_nodes; i++)
+        if (inst->nodes[i]->iso) /* its process's sources wait */
+            zfi_iso_suspend(inst->nodes[i]);
     zfi_log(ZF_LOG_INFO, "instance", "suspended %s", inst->uuid);
     return ZF_OK;
 }

@@ -375,7 +375,7 @@ static zf_err incarnate(zfi_iso *iso)
     iso->kill_reason[0] = '\0';
     atomic_store(&iso->dead, false);
     uint32_t flags = 0;
-    if (atomic_load(&n->inst->started))
+    if (atomic_load(&n->inst->started) && !atomic_load(&n->inst->sources_stopped))
         flags |= ZFI_RT_STARTED;
     if (atomic_load(&n->inst->sources_stopped) && n->desc->kind == ZF_SOURCE)
         flags |= ZFI_RT_STOP;
@@ -1133,6 +1133,15 @@ void zfi_iso_start(zf_node *n)
         atomic_fetch_or(&iso->m.ctl->rt.flags, ZFI_RT_STARTED);
         zfi_evc_notify_shared(&iso->m.ctl->to_child);
     }
+    pthread_mutex_unlock(&iso->mu);
+}
+
+void zfi_iso_suspend(zf_node *n)
+{
+    zfi_iso *iso = n->iso;
+    pthread_mutex_lock(&iso->mu);
+    if (iso->have_shm)
+        atomic_fetch_and(&iso->m.ctl->rt.flags, ~(uint32_t)ZFI_RT_STARTED);
     pthread_mutex_unlock(&iso->mu);
 }
 

@@ -515,13 +515,18 @@ static void source_loop(void)
     zf_node *n = &H.node;
     int64_t backoff = 0;
     uint64_t next = 0;
+    bool started_once = false;
     for (;;) {
         catch_up();
         if (H.fini_asked)
             run_fini();
         uint32_t flags = atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire);
+        /* zf_node_stopping() for the node's own threads: suspended (after
+         * a start) or stopping, as in process */
+        started_once |= (flags & ZFI_RT_STARTED) != 0;
+        atomic_store(&H.inst.sources_stopped,
+                     (started_once && !(flags & ZFI_RT_STARTED)) || (flags & ZFI_RT_STOP));
         if (flags & ZFI_RT_STOP) {
-            atomic_store(&H.inst.sources_stopped, true);
             uint32_t acked = atomic_load_explicit(&H.m.ctl->child.acked, memory_order_relaxed);
             if (!(acked & ZFI_RT_STOP)) {
                 atomic_store_explicit(&H.m.ctl->child.acked, acked | ZFI_RT_STOP,

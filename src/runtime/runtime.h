@@ -333,7 +333,9 @@ void zfi_iso_free(zf_node *n);
 bool zfi_iso_room(zf_node *n);
 /* Every input ended: true once the process has drained what it had. */
 bool zfi_iso_eos(zf_node *n);
+/* The instance started or resumed (sources produce), or was suspended. */
 void zfi_iso_start(zf_node *n);
+void zfi_iso_suspend(zf_node *n);
 /* A source: stop producing; wait (until deadline) for what it sent. */
 void zfi_iso_stop_source(zf_node *n, uint64_t deadline);
 void zfi_iso_stats(zf_node *n, zfi_iso_info *out);
