@@ -1,6 +1,7 @@
 /* zf-bench: zflow's benchmarks. Prints figures, never asserts them.
  *
- *   zf-bench limit|hop|copy|pipeline|stage|chain|all [--json] [--sizes 64,4KiB,1MiB]
+ *   zf-bench limit|hop|copy|pipeline|stage|chain|all[,...] [--isolated] [--json]
+ *            [--sizes 64,4KiB,1MiB]
  *            [--seconds S] [--samples N]
  */
 #include "bench.h"
@@ -26,7 +27,7 @@ static void usage(FILE *out)
         "  pipeline  source -> operator -> operator -> sink through the runtime\n"
         "  stage     the same pipeline on one worker: CPU per message of one stage\n"
         "  chain     source -> operator -> sink\n"
-        "  all       every one of them\n"
+        "  all       every one of them (or several, comma-separated: limit,hop)\n"
         "\n"
         "options:\n"
         "  --json          results as JSON (with the machine)\n"
@@ -52,6 +53,19 @@ static int parse_sizes(const char *arg, bench_opts *o)
     }
     free(copy);
     return o->n_sizes ? 0 : -1;
+}
+
+/* `which` is "all", one benchmark, or several separated by commas
+ * ("limit,hop": figures of one run, for ratios). */
+static bool wants(const char *which, const char *name)
+{
+    if (!strcmp(which, "all"))
+        return true;
+    size_t n = strlen(name);
+    for (const char *p = which; (p = strstr(p, name)); p += n)
+        if ((p == which || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+            return true;
+    return false;
 }
 
 int main(int argc, char **argv)
@@ -92,18 +106,17 @@ int main(int argc, char **argv)
     bench_result res[64];
     size_t n = 0;
     int rc = 0;
-    bool all = !strcmp(which, "all");
-    if (all || !strcmp(which, "limit"))
+    if (wants(which, "limit"))
         rc |= bench_limit(&o, res, &n);
-    if (all || !strcmp(which, "hop"))
+    if (wants(which, "hop"))
         rc |= o.isolated ? bench_hop_isolated(&o, res, &n) : bench_hop(&o, false, res, &n);
-    if (all || !strcmp(which, "copy"))
+    if (wants(which, "copy"))
         rc |= bench_hop(&o, true, res, &n);
-    if (all || !strcmp(which, "pipeline"))
+    if (wants(which, "pipeline"))
         rc |= bench_pipeline(&o, res, &n);
-    if (all || !strcmp(which, "stage"))
+    if (wants(which, "stage"))
         rc |= bench_stage(&o, res, &n);
-    if (all || !strcmp(which, "chain"))
+    if (wants(which, "chain"))
         rc |= bench_pipeline_ops(&o, 1, res, &n);
     if (!n && !rc) {
         fprintf(stderr, "zf-bench: unknown benchmark '%s'\n", which);

@@ -932,8 +932,8 @@ static void *proxy_main(void *arg)
         iso->first = false;
         pthread_cond_broadcast(&iso->cv);
         pthread_mutex_unlock(&iso->mu);
-        if (fini || !ran)
-            break;
+        if (fini || !ran || atomic_load(&n->inst->halted))
+            break; /* (a stopping instance restarts nothing: its fini comes) */
         char why_not[200];
         uint64_t backoff = 0;
         if (!may_restart(iso, failed, why_not, sizeof why_not, &backoff)) {

@@ -13,9 +13,11 @@
 
 #define FRAME_BYTES ZT_FRAME_BYTES
 #if defined(ZF_SANITIZE_ADDRESS) || defined(ZF_SANITIZE_THREAD)
-#define KILLS 20
+#define KILLS   20
+#define MIN_FPS 15.0 /* the camera's own work is slow there, on a loaded machine */
 #else
-#define KILLS 100
+#define KILLS   100
+#define MIN_FPS 30.0
 #endif
 
 static zf_runtime *rt;
@@ -241,7 +243,7 @@ ZT_CASE(sigkill_during_run)
            (double)lat[n_lat - 1] / 1e6, (unsigned long long)det.restarts, last);
     ZT_CONTAINS(last, "SIGKILL");
     ZT_CHECK(det.restarts >= KILLS);
-    ZT_CHECK(rate >= 30.0); /* the camera was never blocked behind the dead node */
+    ZT_CHECK(rate >= MIN_FPS); /* the camera was never blocked behind the dead node */
     ZT_CHECK(lat[n_lat * 99 / 100] < 1000000000ull); /* 100 ms is the target: see the report */
     ZT_EQ(r.child_deaths, KILLS);
     ZT_EQ(r.bytes_leaked, 0);
