@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SPIN_NS         50000u
+#define SPIN_NS         2000u /* a short spin: see docs/isolation.md, "Waiting" */
 #define BACKOFF_BASE_NS 10000000ull /* 10 ms, doubling per restart in the window */
 #define BACKOFF_MAX_NS  2000000000ull
 #define MAX_LOAN        ((uint64_t)1 << 40)

@@ -33,7 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SPIN_NS        50000u
+#define SPIN_NS        2000u /* a short spin: see docs/isolation.md, "Waiting" */
 #define HOST_SOCK      3
 #define MAX_BACKOFF_NS 10000000ll
 
