@@ -35,7 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SPIN_NS         2000u /* a short spin: see docs/isolation.md, "Waiting" */
+#define SPIN_NS         2000u       /* a short spin: see docs/isolation.md, "Waiting" */
 #define BACKOFF_BASE_NS 10000000ull /* 10 ms, doubling per restart in the window */
 #define BACKOFF_MAX_NS  2000000000ull
 #define MAX_LOAN        ((uint64_t)1 << 40)
@@ -508,8 +508,17 @@ static bool drain_msgs(zfi_iso *iso)
     }
 }
 
-/* Outputs and completions (proxy thread). */
-static bool drain_data(zfi_iso *iso)
+/* What a dead child had published, kept to be forwarded after its ledger
+ * was released (forwarding may wait for room downstream). */
+typedef struct published {
+    zf_data **d;
+    unsigned *port;
+    size_t n, cap;
+} published;
+
+/* Outputs and completions (proxy thread). With `later`, outputs are kept
+ * there instead of sent. */
+static bool drain_data(zfi_iso *iso, published *later)
 {
     zf_node *n = iso->n;
     bool did = false;
@@ -555,6 +564,11 @@ static bool drain_data(zfi_iso *iso)
              * halted nobody drains the links: released at once. */
             if (atomic_load(&n->inst->halted)) {
                 zf_data_unref(d);
+                continue;
+            }
+            if (later && later->n < later->cap) {
+                later->d[later->n] = d;
+                later->port[later->n++] = (unsigned)o;
                 continue;
             }
             zf_send(n, (unsigned)o, &d);
@@ -763,7 +777,7 @@ static void run(zfi_iso *iso)
         uint64_t deadline = iso->deadline;
         pthread_mutex_unlock(&iso->mu);
         if (ph >= PH_INITING) {
-            did |= drain_data(iso);
+            did |= drain_data(iso, NULL);
             did |= serve_loans(iso);
             room_and_acks(iso);
             /* Its errors come here (ZFI_MSG_ERROR): so does the recovery
@@ -831,12 +845,17 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
     iso->alive = false; /* the gate closes; proxy_on_input drops */
     enum phase ph = iso->phase;
     pthread_mutex_unlock(&iso->mu);
-    if (ph >= PH_INITING) {
-        drain_msgs(iso);
-        drain_data(iso);
-    } else {
-        drain_msgs(iso);
-    }
+    /* What it published is taken now and forwarded once the rest of what
+     * it held is back in the pool (forwarding may wait for room). */
+    published later = {0};
+    later.cap = iso->m.n_out * ZFI_PROC_OUT_CAP;
+    later.d = zfi_calloc(later.cap + 1, sizeof *later.d);
+    later.port = zfi_calloc(later.cap + 1, sizeof *later.port);
+    if (!later.d || !later.port)
+        later.cap = 0; /* no memory: forwarded at once instead */
+    drain_msgs(iso);
+    if (ph >= PH_INITING)
+        drain_data(iso, &later);
     pthread_mutex_lock(&iso->mu);
     uint64_t refs0 = atomic_load(&iso->reclaimed_refs), bytes0 = atomic_load(&iso->reclaimed_bytes);
     zfi_ledger_drain(&iso->ledger, unref_one, iso);
@@ -869,6 +888,10 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
                 "reclaimed in %.3f ms, %.3f ms after its pidfd signalled",
                 n->inst->uuid, n->desc->id, sig ? "killed" : "ended", why, (unsigned long long)refs,
                 (unsigned long long)bytes, (double)took / 1e6, (double)since / 1e6);
+    for (size_t i = 0; i < later.n; i++)
+        zf_send(n, later.port[i], &later.d[i]);
+    free(later.d);
+    free(later.port);
     zfi_node_notify(n); /* the gate changed: a step sees it */
     return failed;
 }
