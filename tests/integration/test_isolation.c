@@ -557,6 +557,54 @@ ZT_CASE(hang_action_restart_kills_and_restarts)
     ZT_EQ(r.nodes_abandoned, 0); /* a process is killed, no thread left behind */
 }
 
+/* An isolated callback past hang_timeout (hang_action: degrade, the
+ * default) makes the node DEGRADED; when it returns, RUNNING again. */
+ZT_CASE(isolated_hang_degrades_then_recovers)
+{
+    const zt_node nodes[] = {{"gen", ZT_LIB("gen") "\n    period: 5ms", NULL, NULL},
+                             {"relay",
+                              ZT_LIB("relay") "\n    isolation: process\n    hang_timeout: 200ms",
+                              "hang_on: 20, hang_ms: 700", NULL},
+                             {"sink", ZT_LIB("count"), NULL, NULL}};
+    zf_flow *f;
+    zf_instance *inst = zt_launch(runtime(), zt_chain("hang", nodes, 3, false), NULL, &f);
+    ZT_CHECK(inst);
+    char reason[160] = "";
+    ZT_CHECK(wait_state(inst, "relay", ZF_NODE_DEGRADED, 10000));
+    node(inst, "relay", reason);
+    printf("  %s\n", reason);
+    ZT_CONTAINS(reason, "on_input has not returned");
+    ZT_CHECK(wait_state(inst, "relay", ZF_NODE_RUNNING, 10000));
+    zf_node_stats r = iso(inst, "relay", NULL, 0);
+    ZT_EQ(r.restarts, 0); /* not killed: it came back by itself */
+    zf_stop_report rep = zt_finish(inst, f);
+    ZT_EQ(rep.bytes_leaked, 0);
+}
+
+/* An isolated fini that never returns is killed after its bound: the
+ * stop completes, no thread left behind, nothing leaked. */
+ZT_CASE(isolated_fini_that_never_returns_is_killed)
+{
+    const zt_node nodes[] = {{"gen", ZT_LIB("gen") "\n    period: 5ms", NULL, NULL},
+                             {"bad",
+                              ZT_LIB("faulty") "\n    isolation: process\n    hang_timeout: 100ms",
+                              "mode: fini_hang", NULL}};
+    zf_flow *f;
+    zf_instance *inst = zt_launch(runtime(), zt_chain("fh", nodes, 2, false), NULL, &f);
+    ZT_CHECK(inst);
+    zt_sleep_ms(100);
+    uint64_t t0 = zf_clock_ns();
+    zf_stop_report r;
+    ZT_OK(zf_instance_stop(inst, &r));
+    double secs = (double)(zf_clock_ns() - t0) / 1e9;
+    printf("  stopped in %.2f s\n", secs);
+    ZT_CHECK(secs < 5.0);
+    ZT_EQ(r.nodes_abandoned, 0);
+    ZT_EQ(r.bytes_leaked, 0);
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+}
+
 /* An isolated init that never returns is killed after its bound: the
  * creation answers, nothing is left behind. */
 ZT_CASE(isolated_init_that_never_returns_is_killed)
@@ -602,4 +650,6 @@ ZT_MAIN(ZT_ENTRY(seed_detect_isolated), ZT_ENTRY(seed_detect_isolated_pinned),
         ZT_ENTRY(load_error_in_child_is_reported),
         ZT_ENTRY(writing_a_received_capsule_faults_in_the_child),
         ZT_ENTRY(hang_action_restart_kills_and_restarts),
+        ZT_ENTRY(isolated_hang_degrades_then_recovers),
+        ZT_ENTRY(isolated_fini_that_never_returns_is_killed),
         ZT_ENTRY(isolated_init_that_never_returns_is_killed), ZT_ENTRY(teardown))
