@@ -132,6 +132,15 @@ static int wait_pid(zf_instance *inst, const char *id, int not, int timeout_ms)
     return 0;
 }
 
+/* Stop and destroy: the report, with nothing leaked and the pool empty. */
+static zf_stop_report finish(zf_instance *inst, zf_flow *f)
+{
+    zf_stop_report r = zt_finish(inst, f);
+    ZT_EQ(r.bytes_leaked, 0);
+    ZT_EQ(r.pool_bytes_after, 0);
+    return r;
+}
+
 static void seed_run(const char *pinned, bool python)
 {
     zf_flow *f;
@@ -141,7 +150,7 @@ static void seed_run(const char *pinned, bool python)
     zf_node_stats det = iso(inst, "detect", NULL, 0);
     ZT_CHECK(det.pid > 0 && det.pid != getpid());
     zf_node_stats cam = node(inst, "camera", NULL);
-    zf_stop_report r = zt_finish(inst, f);
+    zf_stop_report r = finish(inst, f);
     long long frames = zt_summary(zt_tmp_path("recorder.json"), "frames");
     long long bad = zt_summary(zt_tmp_path("recorder.json"), "bad");
     long long detections = zt_summary(zt_tmp_path("motor.json"), "detections");
@@ -164,8 +173,6 @@ static void seed_run(const char *pinned, bool python)
     } else {
         ZT_EQ(det.copies, 0); /* not one payload byte copied */
     }
-    ZT_EQ(r.bytes_leaked, 0);
-    ZT_EQ(r.pool_bytes_after, 0);
     ZT_EQ(r.child_deaths, 0);
 }
 
@@ -235,7 +242,7 @@ ZT_CASE(sigkill_during_run)
     double rate = (double)(c1.sent - c0.sent) / secs;
     char last[256];
     zf_node_stats det = iso(inst, "detect", last, sizeof last);
-    zf_stop_report r = zt_finish(inst, f);
+    zf_stop_report r = finish(inst, f);
     qsort(lat, n_lat, sizeof lat[0], cmp_u64);
     printf("  %d kills in %.1f s: camera at %.1f frames/s, kill -> reclaimed p50 %.2f ms, p99 "
            "%.2f ms, max %.2f ms; %llu restarts; last exit: %s\n",
@@ -246,8 +253,6 @@ ZT_CASE(sigkill_during_run)
     ZT_CHECK(rate >= MIN_FPS); /* the camera was never blocked behind the dead node */
     ZT_CHECK(lat[n_lat * 99 / 100] < 1000000000ull); /* 100 ms is the target: see the report */
     ZT_EQ(r.child_deaths, KILLS);
-    ZT_EQ(r.bytes_leaked, 0);
-    ZT_EQ(r.pool_bytes_after, 0);
 }
 
 /* gen -> crash (isolated; dies on every 10th message) -> count, and gen ->
@@ -333,9 +338,8 @@ ZT_CASE(poison_message_fails_after_max_restarts)
     ZT_EQ(ci.pid, 0);
     ZT_EQ(cr.state, ZF_NODE_FAILED);
     ZT_CHECK(healthy_runs_on(inst));
-    zf_stop_report r = zt_finish(inst, f);
+    zf_stop_report r = finish(inst, f);
     ZT_EQ(r.child_deaths, 4);
-    ZT_EQ(r.bytes_leaked, 0);
 }
 
 /* A child that scribbles over its rings is killed and reported; the
@@ -355,10 +359,8 @@ ZT_CASE(garbage_in_rings_kills_the_child)
     ZT_CONTAINS(last, "killed by the runtime");
     ZT_CONTAINS(reason, "restart: never");
     ZT_CHECK(healthy_runs_on(inst));
-    zf_stop_report r = zt_finish(inst, f);
+    zf_stop_report r = finish(inst, f);
     ZT_EQ(r.child_deaths, 1);
-    ZT_EQ(r.bytes_leaked, 0);
-    ZT_EQ(r.pool_bytes_after, 0);
 }
 
 /* Killed at random points while it holds 10 capsules and sends each on
@@ -388,13 +390,11 @@ ZT_CASE(kill_at_random_points_holding_capsules)
     zt_sleep_ms(200);
     zf_node_stats a1 = node(inst, "after", NULL);
     ZT_CHECK(a1.callbacks > a0.callbacks); /* it runs again after all that */
-    zf_stop_report r = zt_finish(inst, f);
+    zf_stop_report r = finish(inst, f);
     printf("  %d kills: %llu references reclaimed (%llu bytes)\n", kills,
            (unsigned long long)r.refs_reclaimed, (unsigned long long)r.bytes_reclaimed);
     ZT_EQ(r.child_deaths, kills);
     ZT_CHECK(r.refs_reclaimed >= (uint64_t)kills); /* each held some */
-    ZT_EQ(r.bytes_leaked, 0);
-    ZT_EQ(r.pool_bytes_after, 0);
 }
 
 /* Errors its callbacks return in its process count as in process: past
@@ -414,8 +414,7 @@ ZT_CASE(isolated_callback_errors_degrade_the_node)
     ZT_CONTAINS(reason, "errors within");
     ZT_CONTAINS(reason, "injected failure on frame");
     ZT_CHECK(d.errors >= 5);
-    zf_stop_report r = zt_finish(inst, f);
-    ZT_EQ(r.bytes_leaked, 0);
+    finish(inst, f);
 }
 
 /* isolate_all (zfctl run --isolate): every node in a process of its own,
@@ -503,8 +502,7 @@ ZT_CASE(writing_a_received_capsule_faults_in_the_child)
     iso(inst, "crash", last, sizeof last);
     printf("  %s\n", last);
     ZT_CONTAINS(last, "SIGSEGV");
-    zf_stop_report r = zt_finish(inst, f);
-    ZT_EQ(r.bytes_leaked, 0);
+    finish(inst, f);
 }
 
 /* hang_action: restart: a callback of the child past hang_timeout gets
@@ -552,8 +550,7 @@ ZT_CASE(hang_action_restart_kills_and_restarts)
     ZT_CHECK(s.restarts >= 2);
     ZT_CONTAINS(last, "has not returned");
     ZT_CONTAINS(last, "hang_action: restart");
-    zf_stop_report r = zt_finish(inst, f);
-    ZT_EQ(r.bytes_leaked, 0);
+    zf_stop_report r = finish(inst, f);
     ZT_EQ(r.nodes_abandoned, 0); /* a process is killed, no thread left behind */
 }
 
@@ -577,8 +574,7 @@ ZT_CASE(isolated_hang_degrades_then_recovers)
     ZT_CHECK(wait_state(inst, "relay", ZF_NODE_RUNNING, 10000));
     zf_node_stats r = iso(inst, "relay", NULL, 0);
     ZT_EQ(r.restarts, 0); /* not killed: it came back by itself */
-    zf_stop_report rep = zt_finish(inst, f);
-    ZT_EQ(rep.bytes_leaked, 0);
+    finish(inst, f);
 }
 
 /* An isolated fini that never returns is killed after its bound: the
