@@ -693,6 +693,12 @@ int zf_node_host_main(int argc, char **argv)
     /* The runtime's thread that started it (its node's proxy thread, which
      * lives as long as the node) going away ends it too. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* A node's fatal signal ends this process with that signal, so the
+     * runtime reports it as it is (whatever handler a sanitizer or the
+     * parent's environment installed). */
+    const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+    for (size_t i = 0; i < ZFI_ARRAY_LEN(fatal); i++)
+        signal(fatal[i], SIG_DFL);
     pthread_mutex_init(&H.mu, NULL);
     /* The runtime is the only reader of what this process says. */
     zf_log_set(host_log, NULL, ZF_LOG_INFO);
