@@ -741,9 +741,11 @@ static bool ready(zfi_iso *iso, bool syscalls)
     if (((acked & ZFI_RT_EOS) && !iso->eos_done) || ((acked & ZFI_RT_STOP) && !iso->stop_done))
         return true;
     if (atomic_load(&iso->m.ctl->rt.room_wanted)) {
-        bool half = true;
+        bool half = true; /* (the input rings' positions are the workers': mu) */
+        pthread_mutex_lock(&iso->mu);
         for (size_t i = 0; i < iso->m.n_in && half; i++)
             half = iso->m.in[i].pos - atomic_load(&iso->m.in[i].s->head) <= iso->m.in[i].cap / 2;
+        pthread_mutex_unlock(&iso->mu);
         if (half)
             return true;
     }
