@@ -30,8 +30,8 @@ static int phase(bench_shared *b, int ops, unsigned workers, bool isolated, uint
     return bench_flow_phase(&fl, b, cap, seconds, want, elapsed_s, cpu_ns);
 }
 
-static int pipeline(const bench_opts *o, const char *name, int ops, unsigned workers,
-                    bool isolated, bench_result *out, size_t *n_out)
+static int pipeline(const bench_opts *o, const char *name, int ops, unsigned workers, bool isolated,
+                    bench_result *out, size_t *n_out)
 {
     for (size_t i = 0; i < o->n_sizes; i++) {
         size_t size = o->sizes[i];
