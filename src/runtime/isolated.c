@@ -890,6 +890,8 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
                 "reclaimed in %.3f ms, %.3f ms after its pidfd signalled",
                 n->inst->uuid, n->desc->id, sig ? "killed" : "ended", why, (unsigned long long)refs,
                 (unsigned long long)bytes, (double)took / 1e6, (double)since / 1e6);
+    if (ph == PH_FINISHING && failed)
+        zfi_node_killed_at_stop(n, why);
     for (size_t i = 0; i < later.n; i++)
         zf_send(n, later.port[i], &later.d[i]);
     free(later.d);

@@ -271,6 +271,13 @@ void zfi_node_isolated_failed(zf_node *n, const char *why, const char *why_not)
             n->inst->uuid, n->desc->id, why, why_not);
 }
 
+void zfi_node_killed_at_stop(zf_node *n, const char *why)
+{
+    pthread_mutex_lock(&n->inst->mu);
+    zfi_node_set_state(n, ZF_NODE_FAILED, "at stop: its process %s", why);
+    pthread_mutex_unlock(&n->inst->mu);
+}
+
 void zfi_node_hung(zf_node *n, const char *why)
 {
     pthread_mutex_lock(&n->inst->mu);

@@ -306,6 +306,8 @@ void zfi_node_crashed(zf_node *n, const char *why, uint64_t backoff_ns);
 void zfi_node_restarted(zf_node *n, uint64_t restarts);
 void zfi_node_isolated_failed(zf_node *n, const char *why, const char *why_not);
 void zfi_node_hung(zf_node *n, const char *why);
+/* Its process had to be killed to end (a fini past its bound): FAILED. */
+void zfi_node_killed_at_stop(zf_node *n, const char *why);
 /* A failed callback reported with its message (watchdog.c). */
 void zfi_node_error_msg(zf_node *n, zf_err err, const char *what, const char *msg);
 /* Degrade or recover for a reason (ZFI_DEG_*), logging it (watchdog.c);

@@ -593,8 +593,12 @@ ZT_CASE(isolated_fini_that_never_returns_is_killed)
     zf_stop_report r;
     ZT_OK(zf_instance_stop(inst, &r));
     double secs = (double)(zf_clock_ns() - t0) / 1e9;
-    printf("  stopped in %.2f s\n", secs);
+    char reason[160] = "";
+    zf_node_stats b = node(inst, "bad", reason);
+    printf("  stopped in %.2f s; %s\n", secs, reason);
     ZT_CHECK(secs < 5.0);
+    ZT_EQ(b.state, ZF_NODE_FAILED);
+    ZT_CONTAINS(reason, "fini has not returned");
     ZT_EQ(r.nodes_abandoned, 0);
     ZT_EQ(r.bytes_leaked, 0);
     zf_instance_destroy(inst);
