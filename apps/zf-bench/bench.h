@@ -14,6 +14,7 @@ typedef struct bench_opts {
     size_t n_sizes;
     double seconds; /* throughput phase per size */
     size_t samples; /* latency samples per size (scaled down for big sizes) */
+    bool isolated;  /* hop --isolated */
 } bench_opts;
 
 /* A raw ring of 8-byte cells between the same two pinned threads: the
@@ -23,6 +24,10 @@ int bench_hop(const bench_opts *o, bool copy, bench_result *out, size_t *n_out);
 int bench_pipeline(const bench_opts *o, bench_result *out, size_t *n_out);
 /* The pipeline on one worker; CPU per message per stage (3 stages). */
 int bench_stage(const bench_opts *o, bench_result *out, size_t *n_out);
+/* `hop --isolated`: source -> an isolated operator (its own process,
+ * forwarding the same capsule) -> sink: two process crossings, through the
+ * runtime, lockstep for latency (pipeline.c). */
+int bench_hop_isolated(const bench_opts *o, bench_result *out, size_t *n_out);
 /* source -> `ops` operators -> sink ("chain" for 1, "pipeline" for 2). */
 int bench_pipeline_ops(const bench_opts *o, int ops, bench_result *out, size_t *n_out);
 

@@ -1,6 +1,7 @@
 /* zf-bench: zflow's benchmarks. Prints figures, never asserts them.
  *
- *   zf-bench limit|hop|copy|pipeline|stage|chain|all [--json] [--sizes 64,4KiB,1MiB]
+ *   zf-bench limit|hop|copy|pipeline|stage|chain|all[,...] [--isolated] [--json]
+ *            [--sizes 64,4KiB,1MiB]
  *            [--seconds S] [--samples N]
  */
 #include "bench.h"
@@ -19,15 +20,18 @@ static void usage(FILE *out)
         "benchmarks:\n"
         "  limit     a raw ring of 8-byte cells between the same two pinned threads:\n"
         "            the machine's limit for one hop, by hop's rules\n"
-        "  hop       one link between two threads, zero-copy (pool capsules)\n"
+        "  hop       one link between two threads, zero-copy (pool capsules); with\n"
+        "            --isolated: source -> an operator in a process of its own -> sink\n"
+        "            (two process crossings, through the runtime)\n"
         "  copy      the same hop with one memcpy of the payload per hop\n"
         "  pipeline  source -> operator -> operator -> sink through the runtime\n"
         "  stage     the same pipeline on one worker: CPU per message of one stage\n"
         "  chain     source -> operator -> sink\n"
-        "  all       every one of them\n"
+        "  all       every one of them (or several, comma-separated: limit,hop)\n"
         "\n"
         "options:\n"
         "  --json          results as JSON (with the machine)\n"
+        "  --isolated      hop: across a process boundary (isolation: process)\n"
         "  --sizes LIST    payload sizes, e.g. 64,4KiB,1MiB (default 64,4KiB,1MiB,10MiB,100MiB)\n"
         "  --seconds S     throughput phase per size (default 1)\n"
         "  --samples N     latency samples per size (default 20000)\n"
@@ -51,6 +55,19 @@ static int parse_sizes(const char *arg, bench_opts *o)
     return o->n_sizes ? 0 : -1;
 }
 
+/* `which` is "all", one benchmark, or several separated by commas
+ * ("limit,hop": figures of one run, for ratios). */
+static bool wants(const char *which, const char *name)
+{
+    if (!strcmp(which, "all"))
+        return true;
+    size_t n = strlen(name);
+    for (const char *p = which; (p = strstr(p, name)); p += n)
+        if ((p == which || p[-1] == ',') && (p[n] == '\0' || p[n] == ','))
+            return true;
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     bench_opts o = {.seconds = 1.0,
@@ -65,6 +82,8 @@ int main(int argc, char **argv)
             return 0;
         } else if (!strcmp(a, "--json")) {
             o.json = true;
+        } else if (!strcmp(a, "--isolated")) {
+            o.isolated = true;
         } else if (!strcmp(a, "--sizes") && i + 1 < argc) {
             if (parse_sizes(argv[++i], &o) != 0)
                 return 2;
@@ -87,18 +106,17 @@ int main(int argc, char **argv)
     bench_result res[64];
     size_t n = 0;
     int rc = 0;
-    bool all = !strcmp(which, "all");
-    if (all || !strcmp(which, "limit"))
+    if (wants(which, "limit"))
         rc |= bench_limit(&o, res, &n);
-    if (all || !strcmp(which, "hop"))
-        rc |= bench_hop(&o, false, res, &n);
-    if (all || !strcmp(which, "copy"))
+    if (wants(which, "hop"))
+        rc |= o.isolated ? bench_hop_isolated(&o, res, &n) : bench_hop(&o, false, res, &n);
+    if (wants(which, "copy"))
         rc |= bench_hop(&o, true, res, &n);
-    if (all || !strcmp(which, "pipeline"))
+    if (wants(which, "pipeline"))
         rc |= bench_pipeline(&o, res, &n);
-    if (all || !strcmp(which, "stage"))
+    if (wants(which, "stage"))
         rc |= bench_stage(&o, res, &n);
-    if (all || !strcmp(which, "chain"))
+    if (wants(which, "chain"))
         rc |= bench_pipeline_ops(&o, 1, res, &n);
     if (!n && !rc) {
         fprintf(stderr, "zf-bench: unknown benchmark '%s'\n", which);

@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int phase(bench_shared *b, int ops, unsigned workers, uint32_t cap, double seconds,
-                 uint64_t want, double *elapsed_s, double *cpu_ns)
+static int phase(bench_shared *b, int ops, unsigned workers, bool isolated, uint32_t cap,
+                 double seconds, uint64_t want, double *elapsed_s, double *cpu_ns)
 {
     const char *d = getenv("ZF_BENCH_NODES");
     const bench_flow fl = {.name = "bench-pipeline",
@@ -25,11 +25,12 @@ static int phase(bench_shared *b, int ops, unsigned workers, uint32_t cap, doubl
                            .nodes_dir = d ? d : ZF_BENCH_NODES_DIR,
                            .ops = ops,
                            .numbered = true,
-                           .workers = workers};
+                           .workers = workers,
+                           .isolated = isolated};
     return bench_flow_phase(&fl, b, cap, seconds, want, elapsed_s, cpu_ns);
 }
 
-static int pipeline(const bench_opts *o, const char *name, int ops, unsigned workers,
+static int pipeline(const bench_opts *o, const char *name, int ops, unsigned workers, bool isolated,
                     bench_result *out, size_t *n_out)
 {
     for (size_t i = 0; i < o->n_sizes; i++) {
@@ -46,7 +47,7 @@ static int pipeline(const bench_opts *o, const char *name, int ops, unsigned wor
         b->max_samples = n + warm;
         b->lat_ns = calloc(n + warm, sizeof *b->lat_ns);
         double el, cpu;
-        if (n && phase(b, ops, workers, 4, 120.0, n + warm, &el, &cpu) != 0)
+        if (n && phase(b, ops, workers, isolated, 4, 120.0, n + warm, &el, &cpu) != 0)
             return -1;
         uint64_t got = atomic_load(&b->received);
         if (got > n + warm)
@@ -61,7 +62,7 @@ static int pipeline(const bench_opts *o, const char *name, int ops, unsigned wor
         b->size = size;
         size_t cap = bench_queue_cap(size, 256u << 20, (size_t)(ops + 1));
         b->reserve = cap * (size_t)(ops + 1) + 8; /* first touch before the clock */
-        if (phase(b, ops, workers, (uint32_t)cap, o->seconds, 0, &el, &cpu) != 0)
+        if (phase(b, ops, workers, isolated, (uint32_t)cap, o->seconds, 0, &el, &cpu) != 0)
             return -1;
         uint64_t recv = atomic_load(&b->received);
         r->msgs_per_s = (double)recv / el;
@@ -76,7 +77,7 @@ static int pipeline(const bench_opts *o, const char *name, int ops, unsigned wor
 
 int bench_pipeline_ops(const bench_opts *o, int ops, bench_result *out, size_t *n_out)
 {
-    return pipeline(o, ops == 2 ? "pipeline" : "chain", ops, 2, out, n_out);
+    return pipeline(o, ops == 2 ? "pipeline" : "chain", ops, 2, false, out, n_out);
 }
 
 int bench_pipeline(const bench_opts *o, bench_result *out, size_t *n_out)
@@ -86,5 +87,10 @@ int bench_pipeline(const bench_opts *o, bench_result *out, size_t *n_out)
 
 int bench_stage(const bench_opts *o, bench_result *out, size_t *n_out)
 {
-    return pipeline(o, "stage", 2, 1, out, n_out);
+    return pipeline(o, "stage", 2, 1, false, out, n_out);
+}
+
+int bench_hop_isolated(const bench_opts *o, bench_result *out, size_t *n_out)
+{
+    return pipeline(o, "hop_isolated", 1, 2, true, out, n_out);
 }

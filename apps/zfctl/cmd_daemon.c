@@ -263,6 +263,10 @@ static void print_report_json(const zf_config *rep)
                : "");
     printf("pool: %s freed, %s leaked\n", fmt_bytes((uint64_t)num(rep, "bytes_freed"), a, sizeof a),
            fmt_bytes((uint64_t)num(rep, "bytes_leaked"), b, sizeof b));
+    if (num(rep, "child_deaths") || num(rep, "refs_reclaimed"))
+        printf("isolated processes: %lld died, %lld reference(s) (%s) reclaimed from them\n",
+               num(rep, "child_deaths"), num(rep, "refs_reclaimed"),
+               fmt_bytes((uint64_t)num(rep, "bytes_reclaimed"), a, sizeof a));
     if (*str(rep, "held"))
         printf("held: %s\n", str(rep, "held"));
     printf("bytes leaked: %lld%s\n", num(rep, "bytes_leaked"),
@@ -301,9 +305,14 @@ static void print_status(const zf_config *r)
         char ago[32] = "never";
         if (zf_config_kind_of(zf_config_get(n, "last_progress_s_ago")) != ZF_CFG_NULL)
             snprintf(ago, sizeof ago, "%.2f s ago", real(n, "last_progress_s_ago"));
-        printf("  %-22s %-8s %-9s %-10s %10lld %7lld %8lld %12s  %s\n", str(n, "id"),
-               str(n, "kind"), str(n, "state"), str(n, "worker"), num(n, "callbacks"),
-               num(n, "errors"), num(n, "restarts"), ago, str(n, "reason"));
+        printf("  %-22s %-8s %-9s %-10s %10lld %7lld %8lld %12s  %s", str(n, "id"), str(n, "kind"),
+               str(n, "state"), str(n, "worker"), num(n, "callbacks"), num(n, "errors"),
+               num(n, "restarts"), ago, str(n, "reason"));
+        /* isolated nodes: their process and how it last ended */
+        if (num(n, "pid") > 0 || *str(n, "last_exit"))
+            printf("%s[pid %lld%s%s]", *str(n, "reason") ? " " : "", num(n, "pid"),
+                   *str(n, "last_exit") ? ", last exit: " : "", str(n, "last_exit"));
+        printf("\n");
     }
     const zf_config *links = zf_config_get(r, "links");
     printf("links:\n  %-26s %-26s %-11s %5s %5s %5s %8s %12s\n", "FROM", "TO", "POLICY", "CAP",

@@ -32,6 +32,7 @@ static void help(void)
            "                        --record-links A.out,B.out) to FILE\n"
            "  --replay FILE         replay FILE into FLOW's sources (zfctl replay), with\n"
            "                        --speed X or --as-fast-as-possible; ends when replayed\n"
+           "  --isolate             run every node in a process of its own (isolation: process)\n"
            "\n"
            "exit status: 0 ok; 1 a node failed to start, a node was abandoned, or bytes\n"
            "leaked; 2 usage;\n"
@@ -50,6 +51,7 @@ typedef struct run_args {
     const char *record, *record_links, *replay; /* operations.md */
     double speed;
     bool fast;
+    bool isolate;
 } run_args;
 
 static void parse(int argc, char **argv, run_args *a)
@@ -70,6 +72,8 @@ static void parse(int argc, char **argv, run_args *a)
                 usage_error("run", "--stats-interval: %s", zf_last_error());
         } else if (!strcmp(s, "--stats")) {
             a->stats = true;
+        } else if (!strcmp(s, "--isolate")) {
+            a->isolate = true;
         } else if (args_opt(argc, argv, &i, "--workers", "run", &v)) {
             char *end = NULL;
             long w = strtol(v, &end, 10);
@@ -238,8 +242,10 @@ int cmd_run(int argc, char **argv)
         return EXIT_INVALID;
     }
     zf_diag *diag = zf_diag_new();
-    zf_instance_options io = {
-        .max_memory = a.max_memory, .drain_timeout_ns = a.drain_ns, .replay = replay};
+    zf_instance_options io = {.max_memory = a.max_memory,
+                              .drain_timeout_ns = a.drain_ns,
+                              .replay = replay,
+                              .isolate_all = a.isolate};
     creation cr = {.rt = rt, .flow = flow, .io = &io, .diag = diag};
     int early = 0;
     zf_err err = create_interruptible(&cr, &create_sigs, &early);

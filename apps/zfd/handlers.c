@@ -349,7 +349,8 @@ static char *deploy(zfd_daemon *d, const zf_request *req, const zfd_part *part)
                               .code_dirs = fo.include_dirs,
                               .n_code_dirs = fo.n_include_dirs,
                               .allow_writable_code = d->allow_writable,
-                              .record_dir = rdir};
+                              .record_dir = rdir,
+                              .isolate_all = d->isolate};
     zf_instance *inst = NULL;
     e = zf_instance_create(d->rt, f, &io, dg, &inst);
     if (e != ZF_OK) {
@@ -488,6 +489,9 @@ static void report_json(zf_json_writer *w, const char *key, const zf_stop_report
     zf_json_put_uint(w, "bytes_leaked", r->bytes_leaked);
     zf_json_put_uint(w, "pool_high_water", r->pool_high_water);
     zf_json_put_uint(w, "nodes_abandoned", r->nodes_abandoned);
+    zf_json_put_uint(w, "child_deaths", r->child_deaths);
+    zf_json_put_uint(w, "refs_reclaimed", r->refs_reclaimed);
+    zf_json_put_uint(w, "bytes_reclaimed", r->bytes_reclaimed);
     zf_json_put_uint(w, "shared_writes", r->shared_writes);
     zf_json_put_double(w, "drain_s", (double)r->drain_ns / 1e9);
     zf_json_put_bool(w, "drain_timed_out", r->drain_timed_out);
@@ -538,7 +542,11 @@ static char *status(zfd_daemon *d, entry *e)
         zf_json_put_string(w, "worker", d->name);
         zf_json_put_uint(w, "callbacks", n->callbacks);
         zf_json_put_uint(w, "errors", n->errors);
-        zf_json_put_uint(w, "restarts", 0);
+        zf_json_put_uint(w, "restarts", n->restarts);
+        if (n->pid)
+            zf_json_put_uint(w, "pid", (uint64_t)n->pid);
+        if (n->last_exit && n->last_exit[0])
+            zf_json_put_string(w, "last_exit", n->last_exit);
         zf_json_put_uint(w, "sent", n->sent);
         zf_json_put_uint(w, "alloc_failures", n->alloc_failures);
         zf_json_put_uint(w, "degraded_count", n->degraded_count);

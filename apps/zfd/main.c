@@ -122,6 +122,8 @@ static void help(FILE *out)
             "                         change)\n"
             "  --allow-writable-lib-path  accept code folders and files that users other than\n"
             "                         root and the daemon's could change (logged; unsafe)\n"
+            "  --isolate              run every node of every instance in a process of its own\n"
+            "                         (isolation: process; a crash takes only that node)\n"
             "  --config FILE          YAML: name, socket, lib_paths, workers, log,\n"
             "                         allow_descriptor_dir (options given here win)\n"
             "  --workers N            worker threads (default: one per CPU)\n"
@@ -156,6 +158,7 @@ typedef struct opts {
     size_t max_instances;
     bool allow_descriptor_dir;
     bool allow_writable;
+    bool isolate;
     bool log_set;
 } opts;
 
@@ -246,6 +249,8 @@ static void parse_args(int argc, char **argv, opts *o)
             o->allow_writable = true;
         } else if (zfd_cluster_arg(argc, argv, &i)) {
             /* --domain, --dds-config, --lease, --cluster-key (cluster.c) */
+        } else if (!strcmp(a, "--isolate")) {
+            o->isolate = true;
         } else {
             die("unknown %s '%s' (see zfd --help)", a[0] == '-' ? "option" : "argument", a);
         }
@@ -353,6 +358,7 @@ int main(int argc, char **argv)
                     .allow_descriptor_dir = o.allow_descriptor_dir,
                     .allow_writable = o.allow_writable,
                     .max_instances = o.max_instances ? o.max_instances : 256,
+                    .isolate = o.isolate,
                     .logs = logs,
                     .state_dir = state_dir};
     pthread_mutex_init(&d.mu, NULL);

@@ -21,6 +21,7 @@ typedef struct zfd_daemon {
     size_t n_lib_paths;
     bool allow_descriptor_dir;
     bool allow_writable; /* --allow-writable-lib-path: code others can change */
+    bool isolate;        /* --isolate: every node in a process of its own */
     size_t max_instances;
     zf_runtime *rt;
     pthread_mutex_t mu; /* the instance table */

@@ -39,6 +39,8 @@ static char *descriptor(const bench_flow *fl, bench_shared *b, uint32_t cap)
             fprintf(f, "    python: \"%s\"\n", fl->python);
         else
             fprintf(f, "    library: \"%s/libbench_op.so\"\n", dir);
+        if (fl->isolated)
+            fprintf(f, "    isolation: process\n");
         fprintf(f, "    inputs: [in]\n    outputs: [out]\n");
     }
     fprintf(f,

@@ -18,6 +18,7 @@ typedef struct bench_flow {
     bool numbered;         /* operator ids op0, op1, ...; else the one operator is "op" */
     const char *python;    /* every operator runs this Python script, or NULL: libbench_op.so */
     unsigned workers;      /* the runtime's workers; 0: two */
+    bool isolated;         /* the operators run with isolation: process */
 } bench_flow;
 
 /* One phase: the flow, every link of capacity `cap`, on a runtime of

@@ -12,7 +12,10 @@
 #ifndef ZFLOW_CLUSTER_H
 #define ZFLOW_CLUSTER_H
 
-#include "zflow.h"
+#include <zflow/base.h>
+#include <zflow/config.h>
+#include <zflow/flow.h>
+#include <zflow/node.h>
 
 #ifdef __cplusplus
 extern "C" {

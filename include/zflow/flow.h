@@ -196,6 +196,9 @@ typedef struct zf_instance_options {
      *  process's user could change (zf_code_path_check refuses it by
      *  default). */
     bool allow_writable_code;
+    /** Run every node in a process of its own (as `isolation: process`;
+     *  see docs/isolation.md). */
+    bool isolate_all;
     /** Replay this recording (zflow/ops.h, zf_recording_open): the sources
      *  that produced its links are replaced by replay sources. NULL: none.
      *  Not owned: it must outlive the instance. */
@@ -261,6 +264,10 @@ typedef struct zf_stop_report {
                                       (a node wrote through zf_data_ptr); else 0 */
     int64_t drain_ns;            /**< how long the drain took */
     bool drain_timed_out;        /**< the drain timeout ended the drain */
+    uint64_t child_deaths;       /**< isolated nodes' processes that died (not counting the
+                                      normal exit at stop) */
+    uint64_t refs_reclaimed;     /**< references their ledgers released on their behalf */
+    uint64_t bytes_reclaimed;    /**< the payload bytes of those capsules */
     char holders[512];           /**< who holds leaked bytes, or abandoned nodes */
 } zf_stop_report;
 
@@ -290,6 +297,14 @@ typedef struct zf_node_stats {
     uint64_t last_progress_ns; /**< zf_clock_ns of the last completed callback */
     uint64_t busy_ns;          /**< time spent in callbacks */
     uint64_t degraded_count;   /**< times it became DEGRADED */
+    /* isolation: process (0 / NULL otherwise) */
+    int pid;               /**< its process now; 0: none (down, or not isolated) */
+    uint64_t restarts;     /**< times its process was restarted */
+    uint64_t deaths;       /**< times its process ended (the last at stop included) */
+    uint64_t copies;       /**< payloads copied crossing the boundary (wrapped or static
+                                memory, copied into the pool once); pool capsules: 0 */
+    const char *last_exit; /**< how its process last ended ("killed by signal 11
+                                (SIGSEGV)", ...), "" if it has not; owned by the stats */
 } zf_node_stats;
 
 /** Statistics of a link between two ports. */

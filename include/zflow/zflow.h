@@ -20,17 +20,15 @@
 #define ZFLOW_H
 
 #include <zflow/base.h>
+#include <zflow/cluster.h>
 #include <zflow/config.h>
 #include <zflow/control.h>
 #include <zflow/data.h>
 #include <zflow/flow.h>
+#include <zflow/isolation.h>
 #include <zflow/json.h>
 #include <zflow/node.h>
 #include <zflow/ops.h>
 /* Headers of further concepts are added here, one #include each. */
-
-#include "cluster.h" /* workers over Cyclone DDS (docs/cluster.md) */
-
-#include <zflow/ops.h> /* operating: log entries, live figures */
 
 #endif /* ZFLOW_H */

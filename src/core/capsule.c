@@ -73,7 +73,10 @@ static void free_capsule(zf_data *d)
         zfi_pool_free(d);
         return;
     }
-    if (d->kind == ZFI_KIND_WRAP) {
+    if (d->kind == ZFI_KIND_REMOTE) {
+        zfi_ext *x = (zfi_ext *)d;
+        x->release(x->arg);
+    } else if (d->kind == ZFI_KIND_WRAP) {
         zfi_ext *x = (zfi_ext *)d;
         if (x->release)
             x->release(x->arg);
@@ -273,7 +276,7 @@ void *zf_data_mut(zf_data **dp)
     zf_data *d = *dp;
     zfi_data_check(d, "zf_data_mut");
     bool unique = atomic_load_explicit(&d->refs, memory_order_acquire) == 1;
-    if (unique && d->kind != ZFI_KIND_STATIC)
+    if (unique && d->kind != ZFI_KIND_STATIC && (d->kind != ZFI_KIND_REMOTE || d->cls))
         return zfi_payload(d);
     /* Copy on write: a private copy from the same pool when the capsule is
      * pool-backed, else from the current instance's (or the default) pool. */
@@ -335,6 +338,32 @@ zf_err zf_data_wrap(void *ptr, size_t len, zf_release_fn release, void *arg, zf_
     }
     atomic_fetch_add_explicit(&global_wrapped, 1, memory_order_relaxed);
     return ZF_OK;
+}
+
+zf_err zfi_data_remote(void *ptr, size_t len, size_t cap, bool writable, zf_release_fn release,
+                       void *arg, zf_data **out)
+{
+    zfi_ext *x = NULL;
+    zf_err e = new_ext(ZFI_KIND_REMOTE, ptr, len, out, &x);
+    if (e != ZF_OK)
+        return e;
+    x->h.cap = cap;
+    x->h.cls = writable; /* remote: 1 if loaned (writable) */
+    x->release = release;
+    x->arg = arg;
+    return ZF_OK;
+}
+
+void *zfi_data_remote_arg(const zf_data *d)
+{
+    return d->kind == ZFI_KIND_REMOTE ? ((const zfi_ext *)d)->arg : NULL;
+}
+
+void zfi_data_remote_forget(zf_data *d)
+{
+    zfi_held(-1);
+    atomic_store_explicit(&d->magic, ZFI_MAGIC_DEAD, memory_order_relaxed);
+    free(d);
 }
 
 /* The calling thread's stack, found once per thread. */

@@ -18,10 +18,11 @@
 #define ZFI_MAGIC_DEAD 0xdeadca75u
 
 enum zfi_kind {
-    ZFI_KIND_SMALL = 1, /* size-class block in the pool's small arena */
-    ZFI_KIND_LARGE = 2, /* a memfd segment of its own */
-    ZFI_KIND_WRAP = 3,  /* pinned user memory with a release callback */
-    ZFI_KIND_STATIC = 4 /* process-lifetime memory */
+    ZFI_KIND_SMALL = 1,  /* size-class block in the pool's small arena */
+    ZFI_KIND_LARGE = 2,  /* a memfd segment of its own */
+    ZFI_KIND_WRAP = 3,   /* pinned user memory with a release callback */
+    ZFI_KIND_STATIC = 4, /* process-lifetime memory */
+    ZFI_KIND_REMOTE = 5  /* in a node host: a block of the runtime's pool, by handle */
 };
 
 struct zf_data {
@@ -40,6 +41,20 @@ struct zf_data {
     _Atomic uint64_t check; /* ZF_CHECK_SHARED: the payload's sum while shared, | 1; 0: none */
 };
 _Static_assert(sizeof(struct zf_data) == ZFI_HDR_SIZE, "capsule header is 64 bytes");
+
+/* A node host's view of one of the runtime's pool blocks: a local header
+ * (reference counted here; the runtime holds one reference in the child's
+ * ledger for it) over the mapped payload. `release(arg)` runs once, when the
+ * last local reference drops (it hands the handle back). Writable: a block
+ * loaned to the child (zf_data_mut writes in place while unique); else
+ * zf_data_mut copies. */
+zf_err zfi_data_remote(void *ptr, size_t len, size_t cap, bool writable, zf_release_fn release,
+                       void *arg, zf_data **out);
+/* A remote capsule's release argument (NULL for any other kind). */
+void *zfi_data_remote_arg(const zf_data *d);
+/* Forget a remote capsule's local header without releasing the block
+ * (its reference moved to the runtime with a send). */
+void zfi_data_remote_forget(zf_data *d);
 
 /* Per-instance accounting of pinned capsules: who wrapped, who released. */
 typedef struct zfi_acct {
@@ -106,6 +121,20 @@ void zfi_pool_note_shared_write(zf_data *d);
 /* Capsules of the pool found written while shared, and the owner word of
  * the last one. */
 uint64_t zfi_pool_shared_writes(const zf_pool *p, uint32_t *last_owner);
+
+/* ---- sharing a pool with a node host (src/proc) ----
+ * The memfd of small-arena segment `index` (a dup: the caller closes it),
+ * its offset in the arena and its size; -1 when there is no such segment
+ * (yet). */
+int zfi_pool_small_segment(zf_pool *p, size_t index, size_t *offset, size_t *size);
+/* The memfd of large segment `id` (a dup), its size and the address it is
+ * mapped at here (which changes when the id is given to a new segment); -1
+ * when the id names no segment. */
+int zfi_pool_large_segment(zf_pool *p, uint32_t id, size_t *size, const void **base);
+/* The pool's slot in this process's table (the high bits of its handles). */
+unsigned zfi_pool_slot_of(const zf_pool *p);
+/* The address large segment `id` is mapped at now (NULL: none). */
+const void *zfi_pool_large_base(zf_pool *p, uint32_t id);
 
 /* Pools alive in this process (destroyed ones count until their last
  * capsule is released). For tests of teardown. */

@@ -19,7 +19,7 @@
  * waiter's re-check sees the condition, or the notifier sees the waiter and
  * changes the sequence the waiter sleeps on (FUTEX_WAIT returns at once
  * when it differs). `shared` futex calls are for memory several processes
- * map; everything here today is process-private. */
+ * map (the rings of process-isolated nodes, src/proc). */
 #ifndef ZFI_FUTEX_H
 #define ZFI_FUTEX_H
 
@@ -89,34 +89,62 @@ static inline void zfi_evc_cancel(zfi_evc *e)
 }
 
 /* Sleep until a notify after `key`, or the timeout (< 0: none). The caller
- * re-checks its condition after it returns. */
-static inline void zfi_evc_wait(zfi_evc *e, uint32_t key, int64_t timeout_ns)
+ * re-checks its condition after it returns. `shared`: the eventcount is in
+ * memory several processes map (src/proc's rings: shared futex calls; a
+ * waiter there may have scribbled over the words, and the worst it gets is
+ * a spurious or a missed wake-up of its own traffic). */
+static inline void zfi_evc_wait_x(zfi_evc *e, uint32_t key, int64_t timeout_ns, bool shared)
 {
     if (atomic_load_explicit(&e->seq, memory_order_acquire) == key)
-        zfi_futex_wait(&e->seq, key, timeout_ns, false);
+        zfi_futex_wait(&e->seq, key, timeout_ns, shared);
     atomic_fetch_sub_explicit(&e->waiters, 1, memory_order_relaxed);
 }
 
-/* Wake every waiter, if there is one. Call after making the condition
+/* Wake up to n waiters, if there is one. Call after making the condition
  * true with a sequentially consistent store or read-modify-write (that and
  * this seq_cst load pair with prepare's increment and the waiter's
  * re-check: no fence needed, and on x86 the load is a plain move). */
-static inline void zfi_evc_notify(zfi_evc *e)
+static inline void zfi_evc_notify_x(zfi_evc *e, int n, bool shared)
 {
     if (atomic_load_explicit(&e->waiters, memory_order_seq_cst)) {
         atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
-        zfi_futex_wake(&e->seq, INT_MAX, false);
+        zfi_futex_wake(&e->seq, n, shared);
     }
 }
 
-/* As zfi_evc_notify, waking one waiter (for queues whose waiters are
- * interchangeable). */
+static inline void zfi_evc_wait(zfi_evc *e, uint32_t key, int64_t timeout_ns)
+{
+    zfi_evc_wait_x(e, key, timeout_ns, false);
+}
+
+/* Wake every waiter. */
+static inline void zfi_evc_notify(zfi_evc *e)
+{
+    zfi_evc_notify_x(e, INT_MAX, false);
+}
+
+/* Wake one waiter (for queues whose waiters are interchangeable). */
 static inline void zfi_evc_notify_one(zfi_evc *e)
 {
-    if (atomic_load_explicit(&e->waiters, memory_order_seq_cst)) {
-        atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
-        zfi_futex_wake(&e->seq, 1, false);
-    }
+    zfi_evc_notify_x(e, 1, false);
+}
+
+static inline void zfi_evc_wait_shared(zfi_evc *e, uint32_t key, int64_t timeout_ns)
+{
+    zfi_evc_wait_x(e, key, timeout_ns, true);
+}
+
+static inline void zfi_evc_notify_shared(zfi_evc *e)
+{
+    zfi_evc_notify_x(e, INT_MAX, true);
+}
+
+/* Wake waiters whatever the waiter count says (the count lives in memory
+ * another process may have scribbled over: a death must wake for sure). */
+static inline void zfi_evc_kick_shared(zfi_evc *e)
+{
+    atomic_fetch_add_explicit(&e->seq, 1, memory_order_seq_cst);
+    zfi_futex_wake(&e->seq, INT_MAX, true);
 }
 
 /* A small lock for very short critical sections (the run queue): an

@@ -6,6 +6,7 @@
 #include "core/pool_impl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -181,4 +182,30 @@ void zfi_large_free(zf_pool *p, zf_data *d)
     zfi_large_ent *e = zfi_large_at(p, d->seg, false);
     atomic_store_explicit(&e->in_use, 0, memory_order_relaxed);
     stack_push(p, &p->zfi_large_free[large_bucket(e->size)], d->seg, large_link);
+}
+
+/* ---- sharing with a node host ---- */
+
+int zfi_pool_large_segment(zf_pool *p, uint32_t id, size_t *size, const void **base)
+{
+    int fd = -1;
+    pthread_mutex_lock(&p->large_mu);
+    zfi_large_ent *e = id < atomic_load_explicit(&p->n_large, memory_order_acquire)
+                           ? zfi_large_at(p, id, false)
+                           : NULL;
+    if (e && atomic_load_explicit(&e->base, memory_order_relaxed) && e->fd >= 0) {
+        *size = e->size;
+        *base = atomic_load_explicit(&e->base, memory_order_relaxed);
+        fd = fcntl(e->fd, F_DUPFD_CLOEXEC, 0);
+    }
+    pthread_mutex_unlock(&p->large_mu);
+    return fd;
+}
+
+const void *zfi_pool_large_base(zf_pool *p, uint32_t id)
+{
+    zfi_large_ent *e = id < atomic_load_explicit(&p->n_large, memory_order_acquire)
+                           ? zfi_large_at(p, id, false)
+                           : NULL;
+    return e ? atomic_load_explicit(&e->base, memory_order_acquire) : NULL;
 }

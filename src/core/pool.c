@@ -42,12 +42,14 @@
 #include "core/pool_impl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -604,4 +606,33 @@ void zfi_pool_quarantine_flush(zf_pool *p)
 #else
     ZFI_UNUSED(p);
 #endif
+}
+
+/* ---- sharing with a node host ---- */
+
+int zfi_pool_small_segment(zf_pool *p, size_t index, size_t *offset, size_t *size)
+{
+    int fd = -1;
+    pthread_mutex_lock(&p->grow_mu);
+    if (index < p->n_segs) {
+        size_t off = 0;
+        struct stat st;
+        for (size_t i = 0; i <= index; i++) {
+            if (fstat(p->seg_fds[i], &st) != 0)
+                break;
+            if (i == index) {
+                *offset = off;
+                *size = (size_t)st.st_size;
+                fd = fcntl(p->seg_fds[i], F_DUPFD_CLOEXEC, 0);
+            }
+            off += (size_t)st.st_size;
+        }
+    }
+    pthread_mutex_unlock(&p->grow_mu);
+    return fd;
+}
+
+unsigned zfi_pool_slot_of(const zf_pool *p)
+{
+    return p->slot;
 }

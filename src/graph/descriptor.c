@@ -13,6 +13,22 @@ static const char *const restarts[] = {ZFI_RESTART_MAP(ZFI_NAME_ENTRY)};
 
 ZFI_NAME_FUNCTION(zfi_isolation_name, zfi_isolation, ZFI_ISOLATION_MAP)
 ZFI_NAME_FUNCTION(zfi_restart_name, zfi_restart, ZFI_RESTART_MAP)
+static const char *const hang_actions[] = {"degrade", "restart"};
+
+/* A whole number from `min` to UINT32_MAX; else an error saying so. */
+static bool want_count(zfi_loader *ld, const zf_config *c, const char *field, int64_t min,
+                       const char *what, int64_t *out)
+{
+    if (c->kind != ZF_CFG_INT || c->i < min || c->i > UINT32_MAX) {
+        zfi_err(ld, ZF_EINVAL, c, field,
+                "expected a whole number of %s of at least %lld, found %s%s%s%s", what,
+                (long long)min, zfi_kind_name(c), c->text ? " '" : "", c->text ? c->text : "",
+                c->text ? "'" : "");
+        return false;
+    }
+    *out = c->i;
+    return true;
+}
 
 void zfi_parse_settings(zfi_loader *ld, const zf_config *map, const char *prefix, const char *id,
                         zf_node_kind kind, bool composite, zfi_settings *out)
@@ -39,22 +55,29 @@ void zfi_parse_settings(zfi_loader *ld, const zf_config *map, const char *prefix
         zfi_want_duration(ld, c, zfi_field(f, prefix, "send_timeout"), &s.send_ns);
     if ((c = zfi_config_member(map, "error_window")))
         zfi_want_duration(ld, c, zfi_field(f, prefix, "error_window"), &s.window_ns);
-    if ((c = zfi_config_member(map, "max_errors"))) {
-        zfi_field(f, prefix, "max_errors");
-        if (c->kind != ZF_CFG_INT || c->i < 1 || c->i > UINT32_MAX)
-            zfi_err(ld, ZF_EINVAL, c, f,
-                    "expected a whole number of errors of at least 1, found %s%s%s%s",
-                    zfi_kind_name(c), c->text ? " '" : "", c->text ? c->text : "",
-                    c->text ? "'" : "");
-        else
-            s.max_errors = (uint32_t)c->i;
-    }
+    int64_t v;
+    if ((c = zfi_config_member(map, "max_errors")) &&
+        want_count(ld, c, zfi_field(f, prefix, "max_errors"), 1, "errors", &v))
+        s.max_errors = (uint32_t)v;
     if ((c = zfi_config_member(map, "isolation")))
         zfi_want_enum(ld, c, zfi_field(f, prefix, "isolation"), isolations,
                       ZFI_ARRAY_LEN(isolations), &s.isolation);
-    if ((c = zfi_config_member(map, "restart")))
+    if ((c = zfi_config_member(map, "restart"))) {
         zfi_want_enum(ld, c, zfi_field(f, prefix, "restart"), restarts, ZFI_ARRAY_LEN(restarts),
                       &s.restart);
+        s.restart_at = c;
+    }
+    if ((c = zfi_config_member(map, "max_restarts")) &&
+        want_count(ld, c, zfi_field(f, prefix, "max_restarts"), 0, "restarts", &v))
+        s.max_restarts = v;
+    if ((c = zfi_config_member(map, "restart_window")))
+        zfi_want_duration(ld, c, zfi_field(f, prefix, "restart_window"), &s.restart_window_ns);
+    if ((c = zfi_config_member(map, "hang_action"))) {
+        zfi_want_enum(ld, c, zfi_field(f, prefix, "hang_action"), hang_actions,
+                      ZFI_ARRAY_LEN(hang_actions), &s.hang_action);
+        if (s.hang_action == 1 && !s.restart_at)
+            s.restart_at = c;
+    }
     *out = s;
 }
 
@@ -74,6 +97,14 @@ void zfi_settings_under(zfi_settings *into, const zfi_settings *low)
         into->isolation = low->isolation;
     if (into->restart < 0)
         into->restart = low->restart;
+    if (into->max_restarts < 0)
+        into->max_restarts = low->max_restarts;
+    if (!into->restart_window_ns)
+        into->restart_window_ns = low->restart_window_ns;
+    if (into->hang_action < 0)
+        into->hang_action = low->hang_action;
+    if (!into->restart_at)
+        into->restart_at = low->restart_at;
 }
 
 void zfi_settings_apply(zfi_node *n, const zfi_settings *s)
@@ -87,6 +118,9 @@ void zfi_settings_apply(zfi_node *n, const zfi_settings *s)
     n->restart = s->restart == 2   ? ZFI_RESTART_ALWAYS
                  : s->restart == 1 ? ZFI_RESTART_ON_FAILURE
                                    : ZFI_RESTART_NEVER;
+    n->max_restarts = s->max_restarts >= 0 ? (uint32_t)s->max_restarts : 5;
+    n->restart_window_ns = s->restart_window_ns ? s->restart_window_ns : 60000000000LL;
+    n->hang_restart = s->hang_action == 1;
 }
 
 /* ---- ports ---- */

@@ -16,7 +16,8 @@
 #include <string.h>
 
 #define SETTINGS_FIELDS                                                                            \
-    "period", "hang_timeout", "send_timeout", "max_errors", "error_window", "isolation", "restart"
+    "period", "hang_timeout", "send_timeout", "max_errors", "error_window", "isolation",           \
+        "restart", "max_restarts", "restart_window", "hang_action"
 
 static const char *const flow_fields[] = {
     "name",  "flow",    "vars", "configuration", "sources",    "operators",    "sinks",
@@ -276,6 +277,11 @@ static void leaf(zfi_loader *ld, const entry_ctx *e, const zfi_doc *doc)
     zfi_settings_under(&s, &e->settings);
     zfi_settings_under(&s, &fs);
     zfi_settings_apply(&n, &s);
+    if ((n.restart != ZFI_RESTART_NEVER || n.hang_restart) && n.isolation != ZFI_ISOLATION_PROCESS)
+        zfi_err(ld, ZF_EINVAL, s.restart_at, s.restart_at && s.restart_at->text ? "restart" : "",
+                "node '%s': %s needs isolation: process (a node is restarted by starting its "
+                "process again; add isolation: process, or remove it)",
+                n.id, n.restart != ZFI_RESTART_NEVER ? "restart" : "hang_action: restart");
     const zf_config *place = doc ? at : e->item;
     n.file = place->file;
     n.line = place->line;

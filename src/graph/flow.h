@@ -65,7 +65,10 @@ typedef struct zfi_node {
     int64_t error_window_ns; /* 0 = default */
     zfi_isolation isolation;
     zfi_restart restart;
-    char *worker; /* from `mapping`, else NULL */
+    uint32_t max_restarts;     /* restarts allowed within restart_window (default 5) */
+    int64_t restart_window_ns; /* default 60 s */
+    bool hang_restart;         /* hang_action: restart (isolated nodes) */
+    char *worker;              /* from `mapping`, else NULL */
     /* A system node the runtime runs without loading code (the cluster's
      * bridge endpoints, src/cluster/place.c), else NULL. `bridge`: it joins
      * a link cut by the mapping; the stop does not close a bridge source's

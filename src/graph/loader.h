@@ -185,11 +185,15 @@ typedef struct zfi_settings {
     int64_t period_ns, hang_ns, send_ns, window_ns;
     uint32_t max_errors;
     int isolation, restart;
+    int64_t max_restarts; /* -1: not set */
+    int64_t restart_window_ns;
+    int hang_action;             /* -1: not set; 0 degrade, 1 restart */
+    const zf_config *restart_at; /* where restart (or hang_action: restart) was set */
 } zfi_settings;
 
 #define ZFI_SETTINGS_INIT                                                                          \
     {                                                                                              \
-        0, 0, 0, 0, 0, -1, -1                                                                      \
+        0, 0, 0, 0, 0, -1, -1, -1, 0, -1, NULL                                                     \
     }
 
 /* The settings fields of map; `kind` is the node's (0 for a composite). */

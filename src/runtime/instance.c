@@ -78,6 +78,7 @@ static void free_node(zf_node *n)
 {
     if (!n)
         return;
+    zfi_iso_free(n);
     zfi_unload_node(&n->lib, false);
     for (size_t o = 0; o < n->n_out; o++)
         free(n->out[o].links);
@@ -97,23 +98,24 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
     n->desc = nd;
     n->index = i;
     n->origin = (zfi_log_origin){inst->uuid, inst->name, nd->id};
-    if (nd->isolation == ZFI_ISOLATION_PROCESS) {
-        free(n);
-        return zfi_diag_add(diag, ZF_EINVAL, nd->file, nd->line, nd->col, "isolation",
-                            "node '%s': isolation: process is not available in this build; "
-                            "use isolation: thread",
-                            nd->id);
-    }
+    n->hang_timeout_ns = nd->hang_timeout_ns;
+    /* Built-in nodes and replay sources run in the runtime; other nodes in
+     * a process of their own when asked to, else loaded here. */
     bool replaced = false, builtin = nd->builtin || nd->builtin_name;
     zf_err err = inst->replay && !builtin
                      ? zfi_replay_load(inst->replay, nd, &n->lib, &replaced, diag)
                      : ZF_OK;
-    if (err == ZF_OK && !replaced)
-        err = builtin ? zfi_builtin_node(nd, &n->lib, diag)
-                      : zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
-                                      inst->allow_writable_code, &n->lib, diag);
+    if (err == ZF_OK && !replaced) {
+        if (builtin)
+            err = zfi_builtin_node(nd, &n->lib, diag);
+        else if (nd->isolation == ZFI_ISOLATION_PROCESS || inst->isolate_all)
+            err = zfi_iso_create(n, diag); /* loaded in its own process */
+        else
+            err = zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
+                                inst->allow_writable_code, &n->lib, diag);
+    }
     if (err != ZF_OK) {
-        free(n);
+        free_node(n);
         return err;
     }
     n->decl = n->lib.decl;
@@ -222,6 +224,19 @@ static zf_err init_nodes(zf_instance *inst, zf_diag *diag)
     zf_err err = ZF_OK;
     for (size_t k = 0; k < inst->n_nodes && err == ZF_OK; k++) {
         zf_node *n = inst->nodes[inst->topo[k]];
+        if (n->iso) { /* bounded by its process being killed */
+            n->error_msg[0] = '\0';
+            zf_err e = zfi_iso_init(n);
+            if (e == ZF_OK) {
+                n->initialized = true;
+                continue;
+            }
+            err = zfi_diag_add(diag, e == ZF_ETIMEDOUT ? ZF_ETIMEDOUT : ZF_ENODE, n->desc->file,
+                               n->desc->line, n->desc->col, "library",
+                               "node '%s': init failed in its isolated process: %s", n->desc->id,
+                               n->error_msg[0] ? n->error_msg : zf_strerror(e));
+            break;
+        }
         if (!n->decl->init) {
             n->initialized = true;
             continue;
@@ -259,6 +274,11 @@ static zf_err init_nodes(zf_instance *inst, zf_diag *diag)
 
 static void fini_node(zf_node *n, zf_stop_report *r)
 {
+    if (n->iso) { /* fini in its process, which then ends (killed past its bound) */
+        zfi_iso_fini(n);
+        n->initialized = false;
+        return;
+    }
     if (!n->initialized || !n->decl->fini)
         return;
     zf_err ignored;
@@ -383,6 +403,7 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     inst->n_nodes = f->n_nodes;
     inst->allow_writable_code = opt && opt->allow_writable_code;
     inst->replay = opt ? opt->replay : NULL;
+    inst->isolate_all = opt && opt->isolate_all;
     if (opt && opt->n_code_dirs && opt->code_dirs) {
         inst->code_dirs = zfi_calloc(opt->n_code_dirs, sizeof *inst->code_dirs);
         for (size_t i = 0; inst->code_dirs && i < opt->n_code_dirs; i++)
@@ -503,6 +524,8 @@ zf_err zf_instance_start(zf_instance *inst)
     pthread_mutex_unlock(&rt->mu);
     for (size_t i = 0; i < inst->n_nodes; i++) {
         zf_node *n = inst->nodes[i];
+        if (n->iso)
+            zfi_iso_start(n);
         if (n->decl->kind != ZF_SOURCE || n->desc->period_ns <= 0)
             zfi_node_notify(n); /* free-running sources, anything with input */
     }
@@ -527,6 +550,9 @@ zf_err zf_instance_suspend(zf_instance *inst)
     atomic_store(&inst->sources_stopped, true);
     set_state(inst, ZF_INSTANCE_SUSPENDED);
     pthread_mutex_unlock(&inst->mu);
+    for (size_t i = 0; i < inst->n_nodes; i++)
+        if (inst->nodes[i]->iso) /* its process's sources wait */
+            zfi_iso_suspend(inst->nodes[i]);
     zfi_log_at(&inst->origin, ZF_LOG_INFO, "instance", "suspended %s", inst->uuid);
     return ZF_OK;
 }
@@ -598,6 +624,13 @@ zf_err zf_instance_stats_get(zf_instance *inst, zf_instance_stats **out)
         ns->last_progress_ns = atomic_load(&n->last_progress_ns);
         ns->busy_ns = atomic_load(&n->busy_ns);
         ns->degraded_count = atomic_load(&n->degraded_count);
+        zfi_iso_info ii;
+        zfi_iso_stats(n, &ii);
+        ns->pid = ii.pid;
+        ns->restarts = ii.restarts;
+        ns->deaths = ii.deaths;
+        ns->copies = ii.copies;
+        ns->last_exit = zfi_strdup(ii.last_exit);
     }
     pthread_mutex_unlock(&inst->mu);
     s->n_links = inst->n_links;
@@ -616,8 +649,10 @@ void zf_instance_stats_free(zf_instance_stats *s)
 {
     if (!s)
         return;
-    for (size_t i = 0; s->nodes && i < s->n_nodes; i++)
+    for (size_t i = 0; s->nodes && i < s->n_nodes; i++) {
         free((char *)s->nodes[i].reason);
+        free((char *)s->nodes[i].last_exit);
+    }
     for (size_t i = 0; s->links && i < s->n_links; i++) {
         free((char *)s->links[i].from);
         free((char *)s->links[i].to);

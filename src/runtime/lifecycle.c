@@ -170,10 +170,10 @@ bool zfi_lifecycle_call(zf_node *n, bool fini, zf_err *result)
     int err = pthread_create(&t, NULL, lc_main, c);
     if (err != 0) {
         /* No thread to spare: run it here, unbounded, rather than not at all. */
-        zfi_log(ZF_LOG_WARN, "instance",
-                "node '%s': cannot start a thread for %s (%s): running "
-                "it unbounded",
-                n->desc->id, fini ? "fini" : "init", strerror(err));
+        zfi_log_at(&n->origin, ZF_LOG_WARN, "instance",
+                   "node '%s': cannot start a thread for %s (%s): running "
+                   "it unbounded",
+                   n->desc->id, fini ? "fini" : "init", strerror(err));
         atomic_store(&c->refs, 1);
         lc_main(c);
         return true;
@@ -230,4 +230,58 @@ size_t zf_crash_context(char *buf, size_t len)
     }
     buf[k] = '\0';
     return k;
+}
+
+/* ---- process-isolated nodes: death, restart, failure ---- */
+
+void zfi_node_crashed(zf_node *n, const char *why, uint64_t backoff_ns)
+{
+    char reason[160];
+    snprintf(reason, sizeof reason, "its process %s; restarting in %.0f ms", why,
+             (double)backoff_ns / 1e6);
+    pthread_mutex_lock(&n->inst->mu);
+    zfi_node_degrade(n, ZFI_DEG_DOWN, reason);
+    if (n->node_state == ZF_NODE_DEGRADED) /* a second death: the new reason */
+        zfi_node_set_state(n, ZF_NODE_DEGRADED, "%s", reason);
+    pthread_mutex_unlock(&n->inst->mu);
+}
+
+void zfi_node_restarted(zf_node *n, uint64_t restarts)
+{
+    char what[64];
+    snprintf(what, sizeof what, "its process restarted, restart %llu",
+             (unsigned long long)restarts);
+    pthread_mutex_lock(&n->inst->mu);
+    zfi_node_recover(n, ZFI_DEG_DOWN | ZFI_DEG_HUNG, what);
+    pthread_mutex_unlock(&n->inst->mu);
+}
+
+void zfi_node_isolated_failed(zf_node *n, const char *why, const char *why_not)
+{
+    pthread_mutex_lock(&n->inst->mu);
+    int before = atomic_fetch_or(&n->degraded, ZFI_DEG_DOWN);
+    if (!before) {
+        atomic_fetch_add(&n->degraded_count, 1);
+        for (size_t i = 0; i < n->n_in; i++)
+            zfi_link_set_breaker(n->in[i], true); /* its inputs shed load for good */
+    }
+    zfi_node_set_state(n, ZF_NODE_FAILED, "its process %s; not restarted: %s", why, why_not);
+    pthread_mutex_unlock(&n->inst->mu);
+    zfi_log_at(&n->origin, ZF_LOG_ERROR, "isolation",
+               "instance %s: node '%s' FAILED: its process %s; %s", n->inst->uuid, n->desc->id, why,
+               why_not);
+}
+
+void zfi_node_killed_at_stop(zf_node *n, const char *why)
+{
+    pthread_mutex_lock(&n->inst->mu);
+    zfi_node_set_state(n, ZF_NODE_FAILED, "at stop: its process %s", why);
+    pthread_mutex_unlock(&n->inst->mu);
+}
+
+void zfi_node_hung(zf_node *n, const char *why)
+{
+    pthread_mutex_lock(&n->inst->mu);
+    zfi_node_degrade(n, ZFI_DEG_HUNG, why);
+    pthread_mutex_unlock(&n->inst->mu);
 }

@@ -9,6 +9,8 @@
 
 static zf_err send(zf_node *n, unsigned port, zf_data **d, bool try_only, int64_t timeout_ns)
 {
+    if (n && n->host) /* in a node host: across the process boundary */
+        return zfi_host_send(n, port, d, try_only);
     if (!d || !*d)
         return zfi_error(ZF_EINVAL, "zf_send: NULL capsule");
     if (!n || port >= n->n_out) {
@@ -106,6 +108,8 @@ zf_err zf_data_alloc(zf_node *n, size_t len, zf_data **out)
 {
     if (!n || !out)
         return zfi_error(ZF_EINVAL, "zf_data_alloc: NULL %s", n ? "out" : "node");
+    if (n->host)
+        return zfi_host_alloc(n, len, out);
     if (atomic_load(&n->abandoned)) {
         *out = NULL;
         return zfi_error(ZF_ECLOSED, "node '%s' was abandoned", n->desc->id);
@@ -122,6 +126,8 @@ zf_err zf_data_reserve(zf_node *n, size_t len, size_t count)
 {
     if (!n)
         return zfi_error(ZF_EINVAL, "zf_data_reserve: NULL node");
+    if (n->host) /* the runtime's pool: its blocks are faulted in by the runtime */
+        return ZF_OK;
     return zf_pool_reserve(n->inst->pool, len, count);
 }
 

@@ -33,14 +33,16 @@ enum zfi_sched { ZFI_IDLE = 0, ZFI_QUEUED = 1, ZFI_RUNNING = 2, ZFI_RUNNING_NOTI
 #define ZFI_BATCH       32
 #define ZFI_BATCH_BYTES 65536u
 
-/* Why a node is DEGRADED (bits: both may hold at once). */
-enum { ZFI_DEG_HUNG = 1, ZFI_DEG_ERRORS = 2 };
+/* Why a node is DEGRADED (bits: several may hold at once). */
+enum { ZFI_DEG_HUNG = 1, ZFI_DEG_ERRORS = 2, ZFI_DEG_DOWN = 4 /* its process died */ };
 
 typedef struct zfi_out {
     zf_link **links; /* fan-out: one link per receiving input */
     size_t n;
     uint64_t seq; /* sequence numbers stamped on sent capsules */
 } zfi_out;
+
+typedef struct zfi_iso zfi_iso; /* a process-isolated node's proxy (isolated.c) */
 
 typedef struct zfi_loaded {
     void *dl;                  /* dlopen handle (NULL for built-ins) */
@@ -57,6 +59,8 @@ struct zf_node {
     zfi_loaded lib;
     const zf_node_decl *decl;
     void *state;
+    zfi_iso *iso; /* isolation: process: the proxy (the runtime's side) */
+    void *host;   /* in a node host: the child's side (node_host.c) */
     bool initialized;
     bool fini_abandoned; /* its fini outlived its bound */
 
@@ -124,6 +128,7 @@ struct zf_instance {
     char **code_dirs; /* zf_instance_options.code_dirs (copied) */
     size_t n_code_dirs;
     bool allow_writable_code; /* zf_instance_options.allow_writable_code */
+    bool isolate_all;         /* zf_instance_options.isolate_all */
     int64_t drain_timeout_ns;
 
     pthread_mutex_t mu;
@@ -340,6 +345,55 @@ zf_err zfi_replay_check(const struct zf_recording *rec, const zf_flow *f, zf_dia
 struct zfi_rates *zfi_rates_new(const zf_instance *inst);
 void zfi_rates_free(struct zfi_rates *r);
 void zfi_rates_sample(zf_instance *inst, uint64_t now);
+
+/* Node state changes made for process-isolated nodes (lifecycle.c): its
+ * process died (DEGRADED, breaker open; restarted after backoff_ns), it
+ * runs again (RUNNING), it is not restarted (FAILED, breaker left open),
+ * a callback of its process is past hang_timeout (DEGRADED). */
+void zfi_node_crashed(zf_node *n, const char *why, uint64_t backoff_ns);
+void zfi_node_restarted(zf_node *n, uint64_t restarts);
+void zfi_node_isolated_failed(zf_node *n, const char *why, const char *why_not);
+void zfi_node_hung(zf_node *n, const char *why);
+/* Its process had to be killed to end (a fini past its bound): FAILED. */
+void zfi_node_killed_at_stop(zf_node *n, const char *why);
+/* A failed callback reported with its message (watchdog.c). */
+void zfi_node_error_msg(zf_node *n, zf_err err, const char *what, const char *msg);
+/* Degrade or recover for a reason (ZFI_DEG_*), logging it (watchdog.c);
+ * inst->mu held. */
+void zfi_node_degrade(zf_node *n, int bit, const char *reason);
+void zfi_node_recover(zf_node *n, int bit, const char *what);
+
+/* Process-isolated nodes (isolated.c). */
+typedef struct zfi_iso_info {
+    int pid; /* 0: no process now */
+    uint64_t restarts, deaths, crashes, reclaimed_refs, reclaimed_bytes, copies;
+    char last_exit[256];
+} zfi_iso_info;
+/* Start n's process and load its code there: n gets the proxy's
+ * declaration and ports. Problems go to diag. On failure n->iso may be
+ * set: zfi_iso_free it. */
+zf_err zfi_iso_create(zf_node *n, zf_diag *diag);
+/* init in the process, bounded (killed past ten times hang_timeout). */
+zf_err zfi_iso_init(zf_node *n);
+/* fini in the process, bounded; the process ends, what it held is released. */
+void zfi_iso_fini(zf_node *n);
+void zfi_iso_free(zf_node *n);
+/* The scheduler's gate: may another capsule be handed to it now? (If not,
+ * the node is notified when it may.) */
+bool zfi_iso_room(zf_node *n);
+/* Every input ended: true once the process has drained what it had. */
+bool zfi_iso_eos(zf_node *n);
+/* The instance started or resumed (sources produce), or was suspended. */
+void zfi_iso_start(zf_node *n);
+void zfi_iso_suspend(zf_node *n);
+/* A source: stop producing; wait (until deadline) for what it sent. */
+void zfi_iso_stop_source(zf_node *n, uint64_t deadline);
+void zfi_iso_stats(zf_node *n, zfi_iso_info *out);
+/* The watchdog's look at a process's callback (timer thread, rt->mu held). */
+void zfi_iso_watch(zf_node *n, uint64_t now);
+/* In a node host (node_host.c): send and allocate across the boundary. */
+zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only);
+zf_err zfi_host_alloc(zf_node *n, size_t len, zf_data **out);
 
 /* UUID v4 (uuid.c). */
 void zfi_uuid_v4(char out[37]);

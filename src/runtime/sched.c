@@ -260,8 +260,8 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d, uint64_t *n
         err = ZF_OK; /* sending while the instance stops: not the node's fault */
     if (err != ZF_OK)
         zfi_node_error(n, err, d ? "on_input" : "produce");
-    else if (atomic_load_explicit(&n->degraded, memory_order_relaxed))
-        zfi_node_success(n, t1);
+    else if (atomic_load_explicit(&n->degraded, memory_order_relaxed) && !n->iso)
+        zfi_node_success(n, t1); /* (an isolated node's proxy thread judges its own) */
     return was_hung ? STEP_RETIRE : STEP_OK;
 }
 
@@ -370,6 +370,8 @@ static enum step_result step_consumer(zf_node *n, bool *more)
         if (atomic_load_explicit(&n->parked, memory_order_relaxed) ||
             atomic_load_explicit(&n->inst->halted, memory_order_relaxed))
             break;
+        if (n->iso && !zfi_iso_room(n))
+            return STEP_OK; /* its process's rings are full: notified when not */
         zf_data *d = NULL;
         size_t port = 0;
         bool all_eos = true;
@@ -382,7 +384,9 @@ static enum step_result step_consumer(zf_node *n, bool *more)
             all_eos = all_eos && eos;
         }
         if (!d) {
-            if (all_eos)
+            /* An isolated node is done once its process drained its rings
+             * (it notifies the node then). */
+            if (all_eos && (!n->iso || zfi_iso_eos(n)))
                 zfi_node_finish(n);
             return STEP_OK;
         }

@@ -284,6 +284,8 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
         zf_node *n = inst->nodes[i];
         if (n->decl->kind != ZF_SOURCE || n->desc->bridge)
             continue; /* a bridge closes when end of stream arrives from its remote producer */
+        if (n->iso)   /* its process stops producing; what it sent is forwarded */
+            zfi_iso_stop_source(n, deadline);
         while (atomic_load(&n->cb_word) && !hung(n) && zf_clock_ns() < deadline)
             usleep(200);
         n->done = true;
@@ -343,6 +345,13 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     r.pool_bytes_after = ps.bytes_in_use;
     r.pool_high_water = ps.bytes_high_water;
     r.releases = atomic_load(&inst->acct->released);
+    for (size_t i = 0; i < inst->n_nodes; i++) {
+        zfi_iso_info ii;
+        zfi_iso_stats(inst->nodes[i], &ii);
+        r.child_deaths += ii.crashes;
+        r.refs_reclaimed += ii.reclaimed_refs;
+        r.bytes_reclaimed += ii.reclaimed_bytes;
+    }
     describe_holders(inst, &r);
 
     pthread_mutex_lock(&inst->mu);

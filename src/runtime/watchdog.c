@@ -33,7 +33,7 @@ static void set_breakers(zf_node *n, bool open)
 }
 
 /* Apply a change of the degraded bits; inst->mu held. */
-static void degrade(zf_node *n, int bit, const char *reason)
+void zfi_node_degrade(zf_node *n, int bit, const char *reason)
 {
     int before = atomic_fetch_or(&n->degraded, bit);
     if (before & bit)
@@ -50,7 +50,7 @@ static void degrade(zf_node *n, int bit, const char *reason)
         set_breakers(n, true);
 }
 
-static void recover(zf_node *n, int bit, const char *what)
+void zfi_node_recover(zf_node *n, int bit, const char *what)
 {
     int before = atomic_fetch_and(&n->degraded, ~bit);
     if (!(before & bit) || (before & ~bit))
@@ -66,6 +66,10 @@ void zfi_watchdog_scan(zf_instance *inst, uint64_t now)
 {
     for (size_t i = 0; i < inst->n_nodes; i++) {
         zf_node *n = inst->nodes[i];
+        if (n->iso) { /* its callbacks run in its process */
+            zfi_iso_watch(n, now);
+            continue;
+        }
         uint64_t w = atomic_load(&n->cb_word);
         int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
         /* The start is the timer's clock when the callback began: up to a
@@ -84,7 +88,7 @@ void zfi_watchdog_scan(zf_instance *inst, uint64_t now)
         pthread_mutex_lock(&inst->mu);
         bool marked = zfi_node_mark_hung(n, start);
         if (marked)
-            degrade(n, ZFI_DEG_HUNG, why);
+            zfi_node_degrade(n, ZFI_DEG_HUNG, why);
         pthread_mutex_unlock(&inst->mu);
         if (!marked)
             continue; /* that callback returned meanwhile */
@@ -95,11 +99,16 @@ void zfi_watchdog_scan(zf_instance *inst, uint64_t now)
 void zfi_node_returned_from_hang(zf_node *n)
 {
     pthread_mutex_lock(&n->inst->mu);
-    recover(n, ZFI_DEG_HUNG, "the stuck callback returned");
+    zfi_node_recover(n, ZFI_DEG_HUNG, "the stuck callback returned");
     pthread_mutex_unlock(&n->inst->mu);
 }
 
 void zfi_node_error(zf_node *n, zf_err err, const char *what)
+{
+    zfi_node_error_msg(n, err, what, n->error_msg);
+}
+
+void zfi_node_error_msg(zf_node *n, zf_err err, const char *what, const char *msg)
 {
     uint64_t now = zf_clock_ns();
     atomic_fetch_add_explicit(&n->errors, 1, memory_order_relaxed);
@@ -113,15 +122,14 @@ void zfi_node_error(zf_node *n, zf_err err, const char *what)
     uint64_t oldest = n->err_times[n->err_head]; /* max errors ago */
     if (atomic_load(&n->errors) == 1 || zfi_log_enabled(ZF_LOG_DEBUG))
         zfi_log_at(&n->origin, ZF_LOG_WARN, "node", "instance %s: node '%s' %s failed: %s%s%s",
-                   n->inst->uuid, n->desc->id, what, zf_errname(err), n->error_msg[0] ? ": " : "",
-                   n->error_msg);
+                   n->inst->uuid, n->desc->id, what, zf_errname(err), msg[0] ? ": " : "", msg);
     if (oldest && now - oldest <= (uint64_t)window &&
         !(atomic_load(&n->degraded) & ZFI_DEG_ERRORS)) {
         char why[200];
         snprintf(why, sizeof why, "%u errors within %.1f s (last: %s%s%.80s)", max,
-                 (double)window / 1e9, zf_errname(err), n->error_msg[0] ? ": " : "", n->error_msg);
+                 (double)window / 1e9, zf_errname(err), msg[0] ? ": " : "", msg);
         pthread_mutex_lock(&n->inst->mu);
-        degrade(n, ZFI_DEG_ERRORS, why);
+        zfi_node_degrade(n, ZFI_DEG_ERRORS, why);
         pthread_mutex_unlock(&n->inst->mu);
     }
 }
@@ -134,6 +142,6 @@ void zfi_node_success(zf_node *n, uint64_t now)
     if (now - n->last_error_ns < (uint64_t)window)
         return;
     pthread_mutex_lock(&n->inst->mu);
-    recover(n, ZFI_DEG_ERRORS, "no error for a whole error_window");
+    zfi_node_recover(n, ZFI_DEG_ERRORS, "no error for a whole error_window");
     pthread_mutex_unlock(&n->inst->mu);
 }

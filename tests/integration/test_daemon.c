@@ -1056,6 +1056,64 @@ ZT_CASE(a_node_that_exits_or_segfaults_is_named_in_the_log)
     ZT_CONTAINS(unit, "\nRestart=always\n");
 }
 
+/* isolation: process under zfd: a node whose process segfaults on every
+ * capsule is restarted up to max_restarts, then FAILED; the daemon answers
+ * throughout and the healthy instance beside it keeps its frames flowing. */
+ZT_CASE(an_isolated_segfaulting_node_spares_the_daemon_and_its_neighbour)
+{
+    start_daemon();
+    char *healthy = deploy_seed("healthy", true);
+    ZT_CHECK(healthy);
+    const char *yaml = "name: crashing\n"
+                       "sources:\n"
+                       "  - id: gen\n"
+                       "    library: \"{{ NODES }}/libt_gen.so\"\n"
+                       "    period: 20ms\n"
+                       "    outputs: [out]\n"
+                       "sinks:\n"
+                       "  - id: bad\n"
+                       "    library: \"{{ NODES }}/libt_faulty.so\"\n"
+                       "    isolation: process\n"
+                       "    restart: on-failure\n"
+                       "    max_restarts: 3\n"
+                       "    configuration: {mode: segv}\n"
+                       "    inputs: [in]\n"
+                       "links:\n"
+                       "  - {from: {node: gen, output: out}, to: {node: bad, input: in}}\n";
+    zf_config *r = deploy_text(yaml, zt_tmp_path("crashing.yaml"), "crashing", 30000);
+    ZT_CHECK(answer_ok(r));
+    char id[64];
+    snprintf(id, sizeof id, "%s", answer_str(r, "result.uuid"));
+    zf_config_free(r);
+    long long before = node_callbacks(healthy, "recorder");
+    bool failed = false;
+    for (int i = 0; i < 200 && !failed; i++) {
+        char *out = NULL;
+        ZT_EQ(ctl(&out, "status", id, NULL), 0); /* the daemon answers */
+        failed = strstr(out, "FAILED") != NULL;
+        if (failed) {
+            printf("  %s", strstr(out, "bad "));
+            ZT_CONTAINS(out, "SIGSEGV");
+            ZT_CONTAINS(out, "max_restarts 3");
+        }
+        free(out);
+        zt_sleep_ms(50);
+    }
+    ZT_CHECK(failed);
+    zt_sleep_ms(300);
+    ZT_CHECK(node_callbacks(healthy, "recorder") > before + 5);
+    char *out = NULL;
+    ZT_EQ(ctl(&out, "ls", NULL), 0);
+    ZT_CONTAINS(out, "healthy");
+    free(out);
+    ZT_EQ(stop_daemon(), 0);
+    char logbuf[65536];
+    zt_read_file(log_path, logbuf, sizeof logbuf);
+    ZT_CONTAINS(logbuf, "node 'bad'");
+    ZT_CONTAINS(logbuf, "killed by signal 11 (SIGSEGV)");
+    free(healthy);
+}
+
 typedef struct deploy_job {
     zf_config *answer;
     const char *yaml, *path;
@@ -1371,6 +1429,7 @@ ZT_MAIN(ZT_ENTRY(options_match_exactly_and_hello_escapes_the_name),
         ZT_ENTRY(init_and_fini_that_never_return_under_zfd),
         ZT_ENTRY(init_and_fini_that_never_return_under_zfctl_run),
         ZT_ENTRY(a_node_that_exits_or_segfaults_is_named_in_the_log),
+        ZT_ENTRY(an_isolated_segfaulting_node_spares_the_daemon_and_its_neighbour),
         ZT_ENTRY(sigterm_during_a_deploy_answers_it), ZT_ENTRY(fifo_library_and_ambiguous_names),
         ZT_ENTRY(zenoh_flow_spellings_and_unique_names),
         ZT_ENTRY(chaos_clients_on_shared_instances))

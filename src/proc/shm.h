@@ -1,0 +1,158 @@
+/* The memory a process-isolated node shares with the runtime: one memfd
+ * per child incarnation (a restarted child gets a fresh one: resetting the
+ * rings is dropping the old memfd), holding a control block and, per port,
+ * single-producer single-consumer rings of 16-byte cells.
+ *
+ *   input[i]    runtime -> child   capsules delivered on input i
+ *   output[o]   child -> runtime   capsules the child sends on output o
+ *   completion  child -> runtime   references the child has released
+ *   loan        runtime -> child   free pool blocks for the child to fill
+ *
+ * The one-writer rule (DESIGN.md lesson 7): every word here has one writer.
+ * The producer of a ring writes its cells and its `tail`, the consumer its
+ * `head`; the control block has a line the runtime writes and a line the
+ * child writes. Each side keeps its own positions in private memory and
+ * reads the other side's index only to learn how far it may go, so a child
+ * that scribbles over this memory can make the runtime see nothing, or see
+ * a value the runtime then refuses (zfi_ring_* return false: the runtime
+ * kills that child) — never make the runtime write anywhere but here.
+ * No lock lives here: waiting is an eventcount per direction (shared futex
+ * calls), after a short spin. */
+#ifndef ZFI_PROC_SHM_H
+#define ZFI_PROC_SHM_H
+
+#include "core/common.h"
+#include "core/futex.h"
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define ZFI_PROC_IN_CAP    256u  /* cells per input ring */
+#define ZFI_PROC_OUT_CAP   256u  /* cells per output ring */
+#define ZFI_PROC_COMP_CAP  1024u /* completion ring */
+#define ZFI_PROC_LOAN_CAP  16u   /* loan ring */
+#define ZFI_PROC_MAX_PORTS 64u
+
+/* An output cell's len: bits 0-47 the length; KEEP: the child keeps its
+ * reference (it still holds the capsule), so the runtime sends a new one. */
+#define ZFI_CELL_LEN_MASK ((1ull << 48) - 1)
+#define ZFI_CELL_KEEP     (1ull << 63)
+
+/* The runtime's flags (rt.flags). */
+enum {
+    ZFI_RT_STARTED = 1, /* the instance started: sources may produce */
+    ZFI_RT_STOP = 2,    /* sources: stop producing; then acknowledge */
+    ZFI_RT_EOS = 4      /* every input saw end of stream: acknowledge when drained */
+};
+
+typedef struct zfi_cell {
+    _Atomic uint64_t h;   /* a pool handle (core/capsule.h); loan cells: 0 = refused */
+    _Atomic uint64_t len; /* input: length; output: length | KEEP; loan: capacity */
+} zfi_cell;
+
+typedef struct zfi_sring {
+    _Alignas(ZFI_CACHELINE) _Atomic uint64_t tail; /* producer */
+    _Alignas(ZFI_CACHELINE) _Atomic uint64_t head; /* consumer */
+} zfi_sring;
+
+typedef struct zfi_shm_ctl {
+    struct {
+        /* written by the runtime only */
+        _Alignas(ZFI_CACHELINE) _Atomic uint32_t flags;
+        _Atomic uint32_t msgs;        /* control messages sent on the socket */
+        _Atomic uint32_t room_wanted; /* notify to_rt when an input cell frees */
+    } rt;
+    _Alignas(ZFI_CACHELINE) zfi_evc to_child; /* the child sleeps here */
+    _Alignas(ZFI_CACHELINE) zfi_evc to_rt;    /* the runtime's proxy sleeps here */
+    struct {
+        /* written by the child only; the runtime reads and checks */
+        _Alignas(ZFI_CACHELINE) _Atomic uint64_t loan_want; /* bytes wanted (0: none) */
+        _Atomic uint64_t busy_since;                        /* callback start (CLOCK_MONOTONIC) */
+        _Atomic uint64_t callbacks;                         /* callbacks completed */
+        _Atomic uint64_t copies;                            /* payload copies (wrapped memory) */
+        _Atomic uint32_t acked;                             /* ZFI_RT_STOP / ZFI_RT_EOS seen */
+        _Atomic uint32_t room_wanted; /* notify to_child when an output cell frees */
+    } child;
+} zfi_shm_ctl;
+
+/* One ring as one side sees it: the shared header and cells, and this
+ * side's private position and view of the other side. */
+typedef struct zfi_ring {
+    zfi_sring *s;
+    zfi_cell *cells;
+    uint32_t cap;  /* a power of two, from the layout (never read from shared memory) */
+    uint64_t pos;  /* producer: the next tail; consumer: the next head */
+    uint64_t seen; /* producer: the consumer's head last read */
+} zfi_ring;
+
+/* The layout of a child's memory for n_in inputs and n_out outputs. */
+typedef struct zfi_shm {
+    void *base;
+    size_t size;
+    zfi_shm_ctl *ctl;
+    size_t n_in, n_out;
+    zfi_ring in[ZFI_PROC_MAX_PORTS], out[ZFI_PROC_MAX_PORTS], comp, loan;
+} zfi_shm;
+
+/* Bytes needed for this many ports. */
+size_t zfi_shm_size(size_t n_in, size_t n_out);
+/* Point m's rings into base (size bytes, zfi_shm_size), positions at 0. */
+void zfi_shm_layout(zfi_shm *m, void *base, size_t size, size_t n_in, size_t n_out);
+/* A fresh memfd of zfi_shm_size bytes, mapped (read-write, shared) into m.
+ * -1 and errno on failure. Returns the fd (the caller closes it). */
+int zfi_shm_create(zfi_shm *m, size_t n_in, size_t n_out);
+/* Map a memfd received from the runtime. false and errno on failure. */
+bool zfi_shm_map(zfi_shm *m, int fd, size_t n_in, size_t n_out);
+void zfi_shm_unmap(zfi_shm *m);
+
+/* ---- the producer side ---- */
+
+/* Free cells, as far as the consumer's head tells; false if that head is
+ * not a head this ring can have (it went backwards or past the tail). */
+static inline bool zfi_ring_room(zfi_ring *r, uint32_t *room)
+{
+    uint64_t head = atomic_load_explicit(&r->s->head, memory_order_seq_cst);
+    if (head - r->seen > r->pos - r->seen)
+        return false;
+    r->seen = head;
+    *room = r->cap - (uint32_t)(r->pos - head);
+    return true;
+}
+
+/* Write a cell and publish it; the caller checked the room. */
+static inline void zfi_ring_put(zfi_ring *r, uint64_t h, uint64_t len)
+{
+    zfi_cell *c = &r->cells[r->pos & (r->cap - 1)];
+    atomic_store_explicit(&c->h, h, memory_order_relaxed);
+    atomic_store_explicit(&c->len, len, memory_order_relaxed);
+    r->pos++;
+    atomic_store_explicit(&r->s->tail, r->pos, memory_order_seq_cst);
+}
+
+/* ---- the consumer side ---- */
+
+/* Take the next cell: 1 taken, 0 empty, -1 the producer's tail is not a
+ * tail this ring can have (past a full ring ahead, or behind). */
+static inline int zfi_ring_take(zfi_ring *r, uint64_t *h, uint64_t *len)
+{
+    uint64_t tail = atomic_load_explicit(&r->s->tail, memory_order_acquire);
+    if (tail == r->pos)
+        return 0;
+    if (tail - r->pos > r->cap)
+        return -1;
+    zfi_cell *c = &r->cells[r->pos & (r->cap - 1)];
+    *h = atomic_load_explicit(&c->h, memory_order_relaxed);
+    *len = atomic_load_explicit(&c->len, memory_order_relaxed);
+    r->pos++;
+    atomic_store_explicit(&r->s->head, r->pos, memory_order_seq_cst);
+    return 1;
+}
+
+/* Whether a cell is waiting (a bad tail counts as waiting: the take says). */
+static inline bool zfi_ring_ready(const zfi_ring *r)
+{
+    return atomic_load_explicit(&r->s->tail, memory_order_acquire) != r->pos;
+}
+
+#endif

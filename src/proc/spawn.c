@@ -1,0 +1,166 @@
+/* Starting node hosts (posix_spawn of the installed zf-node-host), seeing
+ * them end (a pidfd), reaping them. */
+#include "proc/spawn.h"
+
+#include "core/common.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef ZF_NODE_HOST_INSTALLED
+#define ZF_NODE_HOST_INSTALLED "/usr/local/libexec/zflow/zf-node-host"
+#endif
+
+extern char **environ;
+
+static char host_path[PATH_MAX];
+
+static bool executable(const char *p)
+{
+    return p && *p && access(p, X_OK) == 0;
+}
+
+const char *zfi_host_path(void)
+{
+    const char *env = getenv("ZF_NODE_HOST");
+    if (env && *env) {
+        if (executable(env))
+            return env;
+        zfi_error(ZF_ENOTFOUND, "ZF_NODE_HOST=%s is not an executable file", env);
+        return NULL;
+    }
+    Dl_info info;
+    char dir[PATH_MAX] = "";
+    if (dladdr((void *)(uintptr_t)zfi_host_path, &info) && info.dli_fname) {
+        snprintf(dir, sizeof dir, "%s", info.dli_fname);
+        char *slash = strrchr(dir, '/');
+        if (slash)
+            *slash = '\0';
+        else
+            snprintf(dir, sizeof dir, ".");
+    }
+    char a[PATH_MAX + 64], b[PATH_MAX + 64];
+    snprintf(a, sizeof a, "%s/zf-node-host", dir);
+    snprintf(b, sizeof b, "%s/../libexec/zflow/zf-node-host", dir);
+    const char *cands[] = {a, b, ZF_NODE_HOST_INSTALLED};
+    for (size_t i = 0; i < ZFI_ARRAY_LEN(cands); i++)
+        if (dir[0] || i == 2) {
+            if (executable(cands[i])) {
+                snprintf(host_path, sizeof host_path, "%s", cands[i]);
+                return host_path;
+            }
+        }
+    zfi_error(ZF_ENOTFOUND,
+              "the node host zf-node-host is not installed: looked for %s, %s and %s (set "
+              "ZF_NODE_HOST to its path)",
+              a, b, ZF_NODE_HOST_INSTALLED);
+    return NULL;
+}
+
+zf_err zfi_child_spawn(const char *label, zfi_child *out)
+{
+    out->pid = -1;
+    out->pidfd = out->sock = -1;
+    const char *host = zfi_host_path();
+    if (!host)
+        return ZF_ENOTFOUND;
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        return zfi_error(ZF_ESYS, "socketpair: %s", strerror(errno));
+    int bufsz = 1 << 20;
+    setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof bufsz);
+    setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof bufsz);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    /* dup2 onto 3 clears close-on-exec for the child's copy; nothing else
+     * of this process (a daemon's client sockets...) goes along. */
+    posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+    posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+    posix_spawnattr_t at;
+    posix_spawnattr_init(&at);
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    posix_spawnattr_setsigmask(&at, &none);
+    /* Default dispositions: a node host must die of the signals that kill. */
+    posix_spawnattr_setsigdefault(&at, &all);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    char *argv[] = {(char *)"zf-node-host", (char *)label, NULL};
+    pid_t pid;
+    int e = posix_spawn(&pid, host, &fa, &at, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
+    close(sv[1]);
+    if (e != 0) {
+        close(sv[0]);
+        return zfi_error(ZF_ESYS, "starting %s: %s", host, strerror(e));
+    }
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pidfd < 0) {
+        e = errno;
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        close(sv[0]);
+        return zfi_error(ZF_ESYS, "pidfd_open: %s (Linux 5.3 or later is needed)", strerror(e));
+    }
+    fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+    out->pid = pid;
+    out->pidfd = pidfd;
+    out->sock = sv[0];
+    return ZF_OK;
+}
+
+void zfi_child_kill(const zfi_child *c)
+{
+    if (c->pidfd >= 0)
+        syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
+}
+
+void zfi_child_reap(zfi_child *c, char *why, size_t len, bool *failed, int *sig)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    *failed = true;
+    *sig = 0;
+    int r;
+    do
+        r = waitid(P_PIDFD, (id_t)c->pidfd, &si, WEXITED);
+    while (r < 0 && errno == EINTR);
+    if (r < 0) {
+        snprintf(why, len, "ended (waitid: %s)", strerror(errno));
+        return;
+    }
+    if (si.si_code == CLD_EXITED) {
+        *failed = si.si_status != 0;
+        if (si.si_status == 0)
+            snprintf(why, len, "exited normally");
+        else
+            snprintf(why, len, "exited with status %d", si.si_status);
+    } else {
+        *sig = si.si_status;
+        const char *name = sigabbrev_np(si.si_status);
+        snprintf(why, len, "killed by signal %d (SIG%s)%s", si.si_status, name ? name : "?",
+                 si.si_code == CLD_DUMPED ? ", core dumped" : "");
+    }
+    c->pid = -1;
+}
+
+void zfi_child_close(zfi_child *c)
+{
+    if (c->sock >= 0)
+        close(c->sock);
+    if (c->pidfd >= 0)
+        close(c->pidfd);
+    c->sock = c->pidfd = -1;
+}

@@ -1,0 +1,34 @@
+/* Starting and ending node-host processes. */
+#ifndef ZFI_PROC_SPAWN_H
+#define ZFI_PROC_SPAWN_H
+
+#include "zflow/zflow.h"
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+typedef struct zfi_child {
+    pid_t pid;
+    int pidfd; /* readable once the child has ended */
+    int sock;  /* the runtime's end of the control channel */
+} zfi_child;
+
+/* The node-host program: $ZF_NODE_HOST if set, else zf-node-host next to
+ * libzflow (a build tree), else <libdir>/../libexec/zflow/zf-node-host, else
+ * the installed path compiled in. NULL (zf_last_error says where it looked)
+ * if none is executable. The string is static. */
+const char *zfi_host_path(void);
+
+/* Start the host with the child's end of a fresh socket pair as fd 3 and
+ * `label` (node and instance, for ps) as its argument. ZF_ESYS on failure. */
+zf_err zfi_child_spawn(const char *label, zfi_child *out);
+/* SIGKILL it (if it still runs); the pidfd makes this race-free. */
+void zfi_child_kill(const zfi_child *c);
+/* Reap it (after the pidfd signalled): "killed by signal 11 (SIGSEGV)",
+ * "exited with status 3", "exited normally" into why; *failed unless it
+ * exited with status 0. Blocks until it has ended. */
+void zfi_child_reap(zfi_child *c, char *why, size_t len, bool *failed, int *sig);
+/* Close what is left (the socket, the pidfd). */
+void zfi_child_close(zfi_child *c);
+
+#endif

@@ -1,0 +1,1251 @@
+/* Process-isolated nodes, the runtime's side: a proxy the scheduler treats
+ * like a node, and one thread per isolated node that moves handles between
+ * the node's child process (zf-node-host, node_host.c) and the links.
+ *
+ *   worker:  proxy_on_input   the capsule's reference moves into the
+ *                             child's ledger; its handle into an input ring
+ *   proxy thread:             output rings -> zf_send (the child's reference
+ *                             moves on); completion ring -> unref; keeps the
+ *                             loan ring stocked; control messages; death
+ *
+ * Layers: this file calls down into src/proc (rings, channel, spawn,
+ * ledger) and into the runtime's node lifecycle (lifecycle.c) for state
+ * changes; nothing calls back up into it but the scheduler's gate, the
+ * instance's init/fini and the stop's source and end-of-stream hooks.
+ *
+ * Death (pidfd, watched by a thread blocked in poll): forward what the
+ * child published, release every ledger entry, drop its rings (a new
+ * incarnation gets new ones), mark the node DEGRADED with the signal or
+ * exit code, then apply `restart` (backoff, max_restarts within
+ * restart_window; FAILED past it). While down, the gate refuses input so
+ * the node's links fill and its breaker sheds load. */
+#include "runtime/runtime.h"
+
+#include "proc/chan.h"
+#include "proc/ledger.h"
+#include "proc/shm.h"
+#include "proc/spawn.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SPIN_NS         2000u       /* a short spin: see docs/isolation.md, "Waiting" */
+#define BACKOFF_BASE_NS 10000000ull /* 10 ms, doubling per restart in the window */
+#define BACKOFF_MAX_NS  2000000000ull
+#define MAX_LOAN        ((uint64_t)1 << 40)
+
+enum phase {
+    PH_LOADING,  /* spawned, waiting for its DECL */
+    PH_LOADED,   /* loaded, waiting for init to be asked */
+    PH_INITING,  /* INIT sent */
+    PH_UP,       /* running */
+    PH_FINISHING /* FINI sent */
+};
+
+struct zfi_iso {
+    zf_node *n;
+    pthread_mutex_t mu; /* ledger, input and loan rings, socket sends, the fields below */
+    pthread_cond_t cv;  /* phase and result changes */
+    zfi_ledger ledger;
+    zfi_child child;
+    zfi_shm m;
+    bool have_shm;
+    enum phase phase;
+    bool alive;       /* a child incarnation runs (gate: only when PH_UP) */
+    bool init_wanted; /* zfi_iso_init asked */
+    bool fini_wanted; /* zfi_iso_fini asked */
+    bool load_done;   /* the first load ended (load_err) */
+    zf_err load_err;  /* ... */
+    char *load_diag;  /* LOAD_FAILED's entries */
+    bool init_done;   /* the first init ended (init_err) */
+    zf_err init_err;
+    char init_msg[512];
+    bool thread_done; /* the proxy thread ended */
+    bool thread_started;
+    bool init_timed_out;   /* the first init outlived its bound */
+    bool eos_done;         /* the child drained its inputs after end of stream */
+    bool stop_done;        /* a source acknowledged the stop, its outputs drained */
+    atomic_bool hung;      /* a callback of the child is past hang_timeout (proxy thread writes) */
+    uint64_t copies_dead;  /* copies counted by incarnations that ended */
+    bool first;            /* the first incarnation (create/init report to the caller) */
+    uint64_t deadline;     /* of the current phase (0: none) */
+    char kill_reason[200]; /* why the runtime killed it, for the death report */
+    atomic_bool dead;      /* the watcher saw the pidfd */
+    _Atomic uint64_t died_ns; /* when it did */
+    atomic_bool wake;         /* a request for the proxy thread */
+    pthread_t thread, watcher;
+    bool watcher_started;
+    size_t small_sent, small_bytes;
+    const void **large_sent;
+    size_t n_large_sent;
+    /* restart policy */
+    uint64_t *restart_times; /* ring of the last max_restarts restart times */
+    size_t restart_head;
+    /* figures (read by stats) */
+    atomic_int pid;
+    atomic_uint_fast64_t restarts, reclaimed_refs, reclaimed_bytes, deaths, crashes, copies_in;
+    char last_exit[256]; /* under mu */
+    zf_node_decl decl;
+    zf_port_decl *in_ports, *out_ports;
+};
+
+/* ---- small helpers ---- */
+
+static uint64_t now_ns(void)
+{
+    return zf_clock_ns();
+}
+
+static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline)
+{
+    if (!deadline) {
+        pthread_cond_wait(cv, mu);
+        return;
+    }
+    struct timespec ts = {.tv_sec = (time_t)(deadline / 1000000000u),
+                          .tv_nsec = (long)(deadline % 1000000000u)};
+    pthread_cond_timedwait(cv, mu, &ts);
+}
+
+/* Kill the child for a reason the death report gives. mu held or not. */
+static void kill_child(zfi_iso *iso, const char *fmt, ...) ZF_PRINTF(2, 3);
+static void kill_child(zfi_iso *iso, const char *fmt, ...)
+{
+    if (!iso->kill_reason[0]) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(iso->kill_reason, sizeof iso->kill_reason, fmt, ap);
+        va_end(ap);
+    }
+    zfi_child_kill(&iso->child);
+}
+
+/* Tell the child something (mu held): the message, then its count in the
+ * control block (the child reads every announced message before it uses a
+ * handle that came after it), then a wake-up. */
+static bool say(zfi_iso *iso, uint32_t type, const void *data, size_t len, int fd)
+{
+    if (!zfi_msg_send(iso->child.sock, type, data, len, fd >= 0 ? &fd : NULL, fd >= 0)) {
+        if (errno == EPIPE || errno == ECONNRESET)
+            zfi_child_kill(&iso->child); /* it is dying already: its death says why */
+        else
+            kill_child(iso, "its control socket failed (%s)", strerror(errno));
+        return false;
+    }
+    if (iso->have_shm) {
+        atomic_fetch_add_explicit(&iso->m.ctl->rt.msgs, 1, memory_order_seq_cst);
+        zfi_evc_notify_shared(&iso->m.ctl->to_child);
+    }
+    return true;
+}
+
+/* Make sure the child maps the memory of capsule d (mu held): the small
+ * segments up to its end, or its large segment as it is now. */
+static bool ensure_mapped(zfi_iso *iso, zf_data *d, zfi_handle h)
+{
+    zf_pool *p = iso->n->inst->pool;
+    if (h & ZFI_HANDLE_LARGE) {
+        uint32_t id = (uint32_t)((h & (ZFI_HANDLE_LARGE - 1)) - 1);
+        const void *base = zfi_pool_large_base(p, id);
+        if (id < iso->n_large_sent && iso->large_sent[id] == base)
+            return true;
+        if (id >= iso->n_large_sent) {
+            size_t n = id + 1 > iso->n_large_sent * 2 ? id + 1 : iso->n_large_sent * 2;
+            const void **t = realloc(iso->large_sent, n * sizeof *t);
+            if (!t)
+                return false;
+            memset(t + iso->n_large_sent, 0, (n - iso->n_large_sent) * sizeof *t);
+            iso->large_sent = t;
+            iso->n_large_sent = n;
+        }
+        size_t size = 0;
+        int fd = zfi_pool_large_segment(p, id, &size, &base);
+        if (fd < 0)
+            return false;
+        char msg[12];
+        uint64_t sz = size;
+        memcpy(msg, &id, 4);
+        memcpy(msg + 4, &sz, 8);
+        bool ok = say(iso, ZFI_MSG_LARGE, msg, sizeof msg, fd);
+        close(fd);
+        if (ok)
+            iso->large_sent[id] = base;
+        return ok;
+    }
+    uint64_t end = ((h & (ZFI_HANDLE_LARGE - 1)) - 1) * ZFI_HDR_SIZE + ZFI_HDR_SIZE + d->cap;
+    while (iso->small_bytes < end) {
+        size_t off = 0, size = 0;
+        int fd = zfi_pool_small_segment(p, iso->small_sent, &off, &size);
+        if (fd < 0)
+            return false;
+        uint64_t msg[2] = {off, size};
+        bool ok = say(iso, ZFI_MSG_SEG, msg, sizeof msg, fd);
+        close(fd);
+        if (!ok)
+            return false;
+        iso->small_sent++;
+        iso->small_bytes = off + size;
+    }
+    return true;
+}
+
+/* ---- the worker's side: the proxy node ---- */
+
+static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **dp)
+{
+    zfi_iso *iso = state;
+    zf_data *d = *dp;
+    if (d->kind != ZFI_KIND_SMALL && d->kind != ZFI_KIND_LARGE) {
+        /* Pinned or static memory of this process: into the pool once, the
+         * only copy an isolated node costs (counted). */
+        zf_data *copy = NULL;
+        zf_err e = zf_pool_alloc(n->inst->pool, (size_t)d->len, &copy);
+        if (e != ZF_OK) {
+            atomic_fetch_add_explicit(&n->alloc_failures, 1, memory_order_relaxed);
+            return ZF_OK; /* dropped: *dp is released by the scheduler */
+        }
+        memcpy(zfi_payload(copy), zfi_payload(d), (size_t)d->len);
+        copy->ts = d->ts;
+        copy->seq = d->seq;
+        atomic_store_explicit(&copy->owner, atomic_load(&d->owner), memory_order_relaxed);
+        zf_data_unref(d);
+        *dp = d = copy;
+        atomic_fetch_add_explicit(&iso->copies_in, 1, memory_order_relaxed);
+    }
+    zfi_handle h = zfi_handle_of(d);
+    pthread_mutex_lock(&iso->mu);
+    uint32_t room = 0;
+    bool ok = false;
+    zfi_ring *r = &iso->m.in[port];
+    if (iso->phase != PH_UP || !iso->alive) {
+        pthread_mutex_unlock(&iso->mu);
+        return ZF_OK; /* down: dropped (the scheduler releases it) */
+    }
+    if (!zfi_ring_room(r, &room)) {
+        kill_child(iso, "it wrote an impossible head (%llu) into input ring %u",
+                   (unsigned long long)atomic_load(&r->s->head), port);
+        pthread_mutex_unlock(&iso->mu);
+        return ZF_OK;
+    }
+    /* The gate made room for this capsule; a failure here (memory for the
+     * ledger, a segment that cannot be sent) drops it, counted. */
+    if (room && ensure_mapped(iso, d, h) && zfi_ledger_add(&iso->ledger, h, d)) {
+        zfi_ring_put(r, h, d->len);
+        *dp = NULL;
+        zfi_held(-1); /* the reference is the ledger's now, not node code's */
+        zfi_evc_notify_shared(&iso->m.ctl->to_child);
+        ok = true;
+    }
+    pthread_mutex_unlock(&iso->mu);
+    if (!ok)
+        atomic_fetch_add_explicit(&n->alloc_failures, 1, memory_order_relaxed);
+    return ZF_OK;
+}
+
+bool zfi_iso_room(zf_node *n)
+{
+    zfi_iso *iso = n->iso;
+    bool ok = true;
+    pthread_mutex_lock(&iso->mu);
+    if (iso->phase != PH_UP || !iso->alive) {
+        ok = false;
+    } else {
+        for (size_t i = 0; i < iso->m.n_in && ok; i++) {
+            uint32_t room = 0;
+            ok = zfi_ring_room(&iso->m.in[i], &room) && room > 0;
+        }
+        if (!ok) {
+            /* Ask the child to say when it frees a cell, then look again
+             * (one of the two sees the other). */
+            atomic_store_explicit(&iso->m.ctl->rt.room_wanted, 1, memory_order_seq_cst);
+            ok = true;
+            for (size_t i = 0; i < iso->m.n_in && ok; i++) {
+                uint32_t room = 0;
+                ok = zfi_ring_room(&iso->m.in[i], &room) && room > 0;
+            }
+        }
+    }
+    pthread_mutex_unlock(&iso->mu);
+    return ok;
+}
+
+/* ---- the proxy thread ---- */
+
+static void unref_one(void *arg, void *d)
+{
+    zfi_iso *iso = arg;
+    zf_data *c = d;
+    atomic_fetch_add_explicit(&iso->reclaimed_refs, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&iso->reclaimed_bytes, c->len, memory_order_relaxed);
+    zf_data_unref(c);
+}
+
+static void *watch_main(void *arg)
+{
+    zfi_iso *iso = arg;
+    struct pollfd p = {iso->child.pidfd, POLLIN, 0};
+    while (poll(&p, 1, -1) < 0 && errno == EINTR)
+        ;
+    atomic_store(&iso->died_ns, now_ns());
+    atomic_store(&iso->dead, true);
+    zfi_evc_kick_shared(&iso->m.ctl->to_rt);
+    return NULL;
+}
+
+static void wake_proxy(zfi_iso *iso)
+{
+    atomic_store(&iso->wake, true);
+    pthread_mutex_lock(&iso->mu);
+    if (iso->have_shm)
+        zfi_evc_kick_shared(&iso->m.ctl->to_rt);
+    pthread_cond_broadcast(&iso->cv);
+    pthread_mutex_unlock(&iso->mu);
+}
+
+static char *spec_text(zf_node *n)
+{
+    const zfi_node *nd = n->desc;
+    zfi_buf b;
+    zfi_buf_init(&b);
+    zfi_buf_printf(&b, "id\t%s\nkind\t%d\nlibrary\t%s\npython\t%s\nfile\t%s\nline\t%u\ncol\t%u\n",
+                   nd->id, (int)nd->kind, nd->library ? nd->library : "",
+                   nd->python ? nd->python : "", nd->file ? nd->file : n->inst->flow->file,
+                   nd->line, nd->col);
+    zfi_buf_printf(&b, "period\t%lld\nuuid\t%s\ninstance\t%s\nflow\t%s\npool_slot\t%u\n",
+                   (long long)nd->period_ns, n->inst->uuid, n->inst->name, n->inst->flow->name,
+                   zfi_pool_slot_of(n->inst->pool));
+    for (size_t i = 0; i < nd->n_inputs; i++)
+        zfi_buf_printf(&b, "in\t%s %s\n", nd->inputs[i].name, nd->inputs[i].type);
+    for (size_t i = 0; i < nd->n_outputs; i++)
+        zfi_buf_printf(&b, "out\t%s %s\n", nd->outputs[i].name, nd->outputs[i].type);
+    for (size_t i = 0; i < n->inst->n_code_dirs; i++)
+        zfi_buf_printf(&b, "code_dir\t%s\n", n->inst->code_dirs[i]);
+    zfi_buf_printf(&b, "allow_writable\t%d\n", n->inst->allow_writable_code ? 1 : 0);
+    char *cfg = zf_config_to_json(nd->config);
+    zfi_buf_printf(&b, "config\t%s\n", cfg ? cfg : "{}");
+    free(cfg);
+    return zfi_buf_steal(&b);
+}
+
+/* Start one incarnation (proxy thread, mu not held): a fresh ring memfd,
+ * the host, the watcher of its pidfd, the node's description. */
+static zf_err incarnate(zfi_iso *iso)
+{
+    zf_node *n = iso->n;
+    char label[200];
+    snprintf(label, sizeof label, "%s@%.8s", n->desc->id, n->inst->uuid);
+    zfi_shm m;
+    int fd = zfi_shm_create(&m, n->desc->n_inputs, n->desc->n_outputs);
+    if (fd < 0)
+        return zfi_error(ZF_ESYS, "node '%s': creating its rings: %s", n->desc->id,
+                         strerror(errno));
+    char *spec = spec_text(n);
+    if (!spec) {
+        zfi_shm_unmap(&m);
+        close(fd);
+        return zfi_error(ZF_ENOMEM, "out of memory");
+    }
+    zfi_child c;
+    zf_err e = zfi_child_spawn(label, &c);
+    if (e != ZF_OK) {
+        free(spec);
+        zfi_shm_unmap(&m);
+        close(fd);
+        return e;
+    }
+    bool sent = zfi_msg_send(c.sock, ZFI_MSG_SPEC, spec, strlen(spec), &fd, 1);
+    free(spec);
+    close(fd);
+    pthread_mutex_lock(&iso->mu);
+    iso->m = m;
+    iso->have_shm = true;
+    iso->child = c;
+    iso->alive = true;
+    iso->phase = PH_LOADING;
+    iso->deadline = now_ns() + (uint64_t)zfi_lifecycle_bound_ns(n);
+    iso->small_sent = iso->small_bytes = 0;
+    if (iso->large_sent)
+        memset(iso->large_sent, 0, iso->n_large_sent * sizeof *iso->large_sent);
+    iso->kill_reason[0] = '\0';
+    atomic_store(&iso->dead, false);
+    uint32_t flags = 0;
+    if (atomic_load(&n->inst->started) && !atomic_load(&n->inst->sources_stopped))
+        flags |= ZFI_RT_STARTED;
+    if (atomic_load(&n->inst->sources_stopped) && n->desc->kind == ZF_SOURCE)
+        flags |= ZFI_RT_STOP;
+    atomic_store(&iso->m.ctl->rt.flags, flags);
+    atomic_store(&iso->pid, c.pid);
+    pthread_mutex_unlock(&iso->mu);
+    if (pthread_create(&iso->watcher, NULL, watch_main, iso) != 0) {
+        /* No watcher, no death: end it here. */
+        zfi_child_kill(&c);
+        char why[160];
+        bool failed;
+        int sig;
+        zfi_child_reap(&iso->child, why, sizeof why, &failed, &sig);
+        pthread_mutex_lock(&iso->mu);
+        iso->alive = false;
+        iso->have_shm = false;
+        zfi_shm_unmap(&iso->m);
+        zfi_child_close(&iso->child);
+        pthread_mutex_unlock(&iso->mu);
+        return zfi_error(ZF_ESYS, "node '%s': cannot start a thread to watch its process",
+                         n->desc->id);
+    }
+    iso->watcher_started = true;
+    if (!sent)
+        kill_child(iso, "its description could not be sent (%s)", strerror(errno));
+    zfi_log_at(&n->origin, ZF_LOG_DEBUG, "isolation", "instance %s: node '%s' runs in process %d",
+               n->inst->uuid, n->desc->id, (int)c.pid);
+    return ZF_OK;
+}
+
+static void node_log(zfi_iso *iso, int32_t level, const char *text)
+{
+    const char *tab = strchr(text, '\t');
+    char scope[200];
+    if (tab)
+        snprintf(scope, sizeof scope, "%.*s [pid %d]", (int)(tab - text), text,
+                 atomic_load(&iso->pid));
+    else
+        snprintf(scope, sizeof scope, "node %s [pid %d]", iso->n->desc->id, atomic_load(&iso->pid));
+    if (level < ZF_LOG_ERROR || level > ZF_LOG_DEBUG)
+        level = ZF_LOG_INFO;
+    zfi_log_at(&iso->n->origin, (zf_log_level)level, scope, "%s", tab ? tab + 1 : text);
+}
+
+/* Control messages from the child (proxy thread). */
+static bool drain_msgs(zfi_iso *iso)
+{
+    zf_node *n = iso->n;
+    bool did = false;
+    for (;;) {
+        zfi_msg msg;
+        bool closed = false;
+        int k = zfi_msg_recv(iso->child.sock, &msg, false, &closed);
+        if (k < 0)
+            kill_child(iso, "it sent a malformed control message");
+        if (k <= 0)
+            return did;
+        did = true;
+        int32_t code = 0;
+        const char *text = "";
+        if (msg.len >= 4) {
+            memcpy(&code, msg.data, 4);
+            text = msg.data + 4;
+        }
+        pthread_mutex_lock(&iso->mu);
+        switch (msg.type) {
+        case ZFI_MSG_DECL:
+            if (iso->phase == PH_LOADING) {
+                iso->phase = PH_LOADED;
+                iso->deadline = 0;
+                if (iso->first) {
+                    iso->load_done = true;
+                    iso->load_err = ZF_OK;
+                }
+            }
+            break;
+        case ZFI_MSG_LOAD_FAILED:
+            if (iso->phase == PH_LOADING && iso->first && !iso->load_diag) {
+                iso->load_diag = zfi_strdup(text);
+                iso->load_err = code ? (zf_err)code : ZF_EABI;
+            }
+            snprintf(iso->kill_reason, sizeof iso->kill_reason, "its code did not load");
+            break;
+        case ZFI_MSG_INIT_DONE:
+            if (iso->phase == PH_INITING) {
+                if (code == ZF_OK) {
+                    iso->phase = PH_UP;
+                    iso->deadline = 0;
+                }
+                if (iso->first) {
+                    iso->init_done = true;
+                    iso->init_err = (zf_err)code;
+                    snprintf(iso->init_msg, sizeof iso->init_msg, "%s", text);
+                } else if (code != ZF_OK) {
+                    snprintf(iso->kill_reason, sizeof iso->kill_reason,
+                             "init failed on restart: %s (%s)", text[0] ? text : "",
+                             zf_errname((zf_err)code));
+                }
+            }
+            break;
+        case ZFI_MSG_LOG:
+            pthread_mutex_unlock(&iso->mu);
+            node_log(iso, code, text);
+            pthread_mutex_lock(&iso->mu);
+            break;
+        case ZFI_MSG_ERROR: {
+            const char *tab = strchr(text, '\t');
+            char what[16];
+            snprintf(what, sizeof what, "%.*s", tab ? (int)(tab - text) : 8, text);
+            pthread_mutex_unlock(&iso->mu);
+            zfi_node_error_msg(n, code ? (zf_err)code : ZF_ENODE,
+                               strcmp(what, "produce") == 0 ? "produce" : "on_input",
+                               tab ? tab + 1 : "");
+            pthread_mutex_lock(&iso->mu);
+            break;
+        }
+        case ZFI_MSG_FINI_DONE:
+            break;
+        default:
+            kill_child(iso, "it sent an unknown control message (%u)", msg.type);
+        }
+        pthread_cond_broadcast(&iso->cv);
+        bool now_up = msg.type == ZFI_MSG_INIT_DONE && iso->phase == PH_UP && !iso->first;
+        pthread_mutex_unlock(&iso->mu);
+        zfi_msg_free(&msg);
+        if (now_up) {
+            zfi_node_restarted(n, atomic_load(&iso->restarts));
+            zfi_node_notify(n);
+        }
+    }
+}
+
+/* What a dead child had published, kept to be forwarded after its ledger
+ * was released (forwarding may wait for room downstream). */
+typedef struct published {
+    zf_data **d;
+    unsigned *port;
+    size_t n, cap;
+} published;
+
+/* Outputs and completions (proxy thread). With `later`, outputs are kept
+ * there instead of sent. */
+static bool drain_data(zfi_iso *iso, published *later)
+{
+    zf_node *n = iso->n;
+    bool did = false;
+    for (size_t o = 0; o < iso->m.n_out; o++) {
+        for (;;) {
+            uint64_t h = 0, len = 0;
+            int k = zfi_ring_take(&iso->m.out[o], &h, &len);
+            if (k < 0) {
+                kill_child(iso, "it wrote an impossible tail into output ring %zu", o);
+                return did;
+            }
+            if (!k)
+                break;
+            did = true;
+            bool keep = len & ZFI_CELL_KEEP;
+            pthread_mutex_lock(&iso->mu);
+            zf_data *d = zfi_ledger_take(&iso->ledger, h);
+            if (d && keep && !zfi_ledger_add(&iso->ledger, h, d)) {
+                zf_data_unref(d); /* cannot record it: the child's reference is gone */
+                keep = false;
+                d = NULL;
+            }
+            pthread_mutex_unlock(&iso->mu);
+            if (!d) {
+                kill_child(iso, "it sent handle %#llx on output %zu, which it does not hold",
+                           (unsigned long long)h, o);
+                return did;
+            }
+            if (keep)
+                zf_data_ref(d);
+            len &= ZFI_CELL_LEN_MASK;
+            if (zf_data_is_unique(d)) {
+                if (len > d->cap) {
+                    zf_data_unref(d);
+                    kill_child(iso, "it sent %llu bytes in a block of %llu",
+                               (unsigned long long)len, (unsigned long long)d->cap);
+                    return did;
+                }
+                d->len = len;
+            }
+            /* As a thread of the node's own: a full `block` link waits
+             * up to send_timeout (then drops, counted); once the instance
+             * halted nobody drains the links: released at once. */
+            if (atomic_load(&n->inst->halted)) {
+                zf_data_unref(d);
+                continue;
+            }
+            if (later && later->n < later->cap) {
+                later->d[later->n] = d;
+                later->port[later->n++] = (unsigned)o;
+                continue;
+            }
+            /* consumed whatever the result: a refusal is counted by the link */
+            ZF_IGNORE(zf_send(n, (unsigned)o, &d));
+        }
+    }
+    for (;;) {
+        uint64_t h = 0, len = 0;
+        int k = zfi_ring_take(&iso->m.comp, &h, &len);
+        if (k < 0) {
+            kill_child(iso, "it wrote an impossible tail into its completion ring");
+            return did;
+        }
+        if (!k)
+            break;
+        did = true;
+        pthread_mutex_lock(&iso->mu);
+        zf_data *d = zfi_ledger_take(&iso->ledger, h);
+        pthread_mutex_unlock(&iso->mu);
+        if (!d) {
+            kill_child(iso, "it released handle %#llx, which it does not hold",
+                       (unsigned long long)h);
+            return did;
+        }
+        zf_data_unref(d);
+    }
+    /* The child may wait for room in those rings. (The proxy thread alone
+     * unmaps them: no lock needed.) */
+    if (did)
+        zfi_evc_notify_shared(&iso->m.ctl->to_child);
+    return did;
+}
+
+static uint32_t loan_target(uint64_t want)
+{
+    return want <= 65536 ? 8 : want <= (1u << 20) ? 4 : 2;
+}
+
+/* Keep the loan ring stocked with blocks of the size the child last asked
+ * for (proxy thread). */
+static bool serve_loans(zfi_iso *iso)
+{
+    zf_node *n = iso->n;
+    uint64_t want = atomic_load_explicit(&iso->m.ctl->child.loan_want, memory_order_seq_cst);
+    if (!want)
+        return false;
+    if (want > MAX_LOAN) {
+        kill_child(iso, "it asked for a block of %llu bytes", (unsigned long long)want);
+        return false;
+    }
+    bool did = false;
+    pthread_mutex_lock(&iso->mu);
+    uint32_t room = 0;
+    if (!zfi_ring_room(&iso->m.loan, &room)) {
+        kill_child(iso, "it wrote an impossible head into its loan ring");
+        pthread_mutex_unlock(&iso->mu);
+        return false;
+    }
+    uint32_t in_ring = iso->m.loan.cap - room, target = loan_target(want);
+    while (in_ring < target && room > 0) {
+        zf_data *d = NULL;
+        if (zf_pool_alloc(n->inst->pool, (size_t)want, &d) != ZF_OK) {
+            atomic_fetch_add_explicit(&n->alloc_failures, 1, memory_order_relaxed);
+            if (in_ring == 0) {
+                zfi_ring_put(&iso->m.loan, 0, 0); /* refused: the child's alloc fails */
+                did = true;
+            }
+            break;
+        }
+        atomic_store_explicit(&d->owner, zfi_owner_pack(n->index, -1), memory_order_relaxed);
+        zfi_handle h = zfi_handle_of(d);
+        if (!ensure_mapped(iso, d, h) || !zfi_ledger_add(&iso->ledger, h, d)) {
+            zf_data_unref(d);
+            break;
+        }
+        zfi_ring_put(&iso->m.loan, h, d->cap);
+        in_ring++;
+        room--;
+        did = true;
+    }
+    if (did)
+        zfi_evc_notify_shared(&iso->m.ctl->to_child);
+    pthread_mutex_unlock(&iso->mu);
+    return did;
+}
+
+/* Room asked by the gate, end of stream and stop acknowledged (proxy
+ * thread). */
+static void room_and_acks(zfi_iso *iso)
+{
+    zf_node *n = iso->n;
+    bool notify = false;
+    pthread_mutex_lock(&iso->mu);
+    if (atomic_load_explicit(&iso->m.ctl->rt.room_wanted, memory_order_seq_cst)) {
+        bool room = true; /* half of every input ring free (the child's hysteresis) */
+        for (size_t i = 0; i < iso->m.n_in && room; i++) {
+            uint32_t r = 0;
+            room = zfi_ring_room(&iso->m.in[i], &r) && r >= iso->m.in[i].cap / 2;
+        }
+        if (room) {
+            atomic_store_explicit(&iso->m.ctl->rt.room_wanted, 0, memory_order_relaxed);
+            notify = true;
+        }
+    }
+    uint32_t flags = atomic_load(&iso->m.ctl->rt.flags);
+    uint32_t acked = atomic_load(&iso->m.ctl->child.acked) & flags;
+    bool outs_empty = true;
+    for (size_t o = 0; o < iso->m.n_out; o++)
+        outs_empty = outs_empty && !zfi_ring_ready(&iso->m.out[o]);
+    if ((acked & ZFI_RT_EOS) && outs_empty && !iso->eos_done) {
+        iso->eos_done = true;
+        notify = true;
+    }
+    if ((acked & ZFI_RT_STOP) && outs_empty && !iso->stop_done) {
+        iso->stop_done = true;
+        pthread_cond_broadcast(&iso->cv);
+    }
+    pthread_mutex_unlock(&iso->mu);
+    if (notify)
+        zfi_node_notify(n);
+}
+
+/* A callback of the child past its hang_timeout (proxy thread). */
+static uint64_t watch_hang(zfi_iso *iso)
+{
+    zf_node *n = iso->n;
+    uint64_t since = atomic_load_explicit(&iso->m.ctl->child.busy_since, memory_order_acquire);
+    int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
+    uint64_t now = now_ns();
+    if (!since || since > now) {
+        if (iso->hung) {
+            iso->hung = false;
+            zfi_node_returned_from_hang(n);
+        }
+        return 0;
+    }
+    if (now - since <= (uint64_t)limit)
+        return since + (uint64_t)limit + 1; /* look again then */
+    if (!iso->hung) {
+        iso->hung = true;
+        char why[160];
+        snprintf(why, sizeof why, "%s has not returned for %.1f s (hang_timeout %.1f s)%s",
+                 n->desc->kind == ZF_SOURCE ? "produce" : "on_input", (double)(now - since) / 1e9,
+                 (double)limit / 1e9,
+                 n->desc->hang_restart ? ": its process is killed (hang_action: restart)" : "");
+        zfi_node_hung(n, why);
+        if (n->desc->hang_restart)
+            kill_child(iso, "%s", why);
+    }
+    return 0;
+}
+
+static bool ready(zfi_iso *iso, bool syscalls)
+{
+    if (atomic_load(&iso->dead) || atomic_load(&iso->wake))
+        return true;
+    for (size_t o = 0; o < iso->m.n_out; o++)
+        if (zfi_ring_ready(&iso->m.out[o]))
+            return true;
+    if (zfi_ring_ready(&iso->m.comp))
+        return true;
+    uint64_t want = atomic_load_explicit(&iso->m.ctl->child.loan_want, memory_order_seq_cst);
+    if (want) {
+        uint64_t head = atomic_load_explicit(&iso->m.loan.s->head, memory_order_seq_cst);
+        if (iso->m.loan.pos - head < loan_target(want) &&
+            iso->m.loan.pos - head <= ZFI_PROC_LOAN_CAP)
+            return true;
+    }
+    uint32_t flags = atomic_load(&iso->m.ctl->rt.flags);
+    uint32_t acked = atomic_load(&iso->m.ctl->child.acked) & flags;
+    if (((acked & ZFI_RT_EOS) && !iso->eos_done) || ((acked & ZFI_RT_STOP) && !iso->stop_done))
+        return true;
+    if (atomic_load(&iso->m.ctl->rt.room_wanted)) {
+        bool half = true; /* (the input rings' positions are the workers': mu) */
+        pthread_mutex_lock(&iso->mu);
+        for (size_t i = 0; i < iso->m.n_in && half; i++)
+            half = iso->m.in[i].pos - atomic_load(&iso->m.in[i].s->head) <= iso->m.in[i].cap / 2;
+        pthread_mutex_unlock(&iso->mu);
+        if (half)
+            return true;
+    }
+    if (syscalls) {
+        struct pollfd p = {iso->child.sock, POLLIN, 0};
+        if (poll(&p, 1, 0) > 0)
+            return true;
+    }
+    return false;
+}
+
+/* Run one incarnation until its process ends (proxy thread). */
+static void run(zfi_iso *iso)
+{
+    zf_node *n = iso->n;
+    for (;;) {
+        atomic_store(&iso->wake, false);
+        bool did = drain_msgs(iso);
+        pthread_mutex_lock(&iso->mu);
+        if (iso->phase == PH_LOADED && (iso->init_wanted || !iso->first)) {
+            iso->phase = PH_INITING;
+            iso->deadline = now_ns() + (uint64_t)zfi_lifecycle_bound_ns(n);
+            say(iso, ZFI_MSG_INIT, NULL, 0, -1);
+        }
+        if (iso->fini_wanted && iso->phase != PH_FINISHING) {
+            iso->phase = PH_FINISHING;
+            iso->deadline = now_ns() + (uint64_t)zfi_lifecycle_bound_ns(n);
+            say(iso, ZFI_MSG_FINI, NULL, 0, -1);
+        }
+        enum phase ph = iso->phase;
+        uint64_t deadline = iso->deadline;
+        pthread_mutex_unlock(&iso->mu);
+        if (ph >= PH_INITING) {
+            did |= drain_data(iso, NULL);
+            did |= serve_loans(iso);
+            room_and_acks(iso);
+            /* Its errors come here (ZFI_MSG_ERROR): so does the recovery
+             * after an error_window without one. */
+            if (atomic_load(&n->degraded) & ZFI_DEG_ERRORS)
+                zfi_node_success(n, now_ns());
+        }
+        if (atomic_load(&iso->dead))
+            return;
+        uint64_t now = now_ns();
+        if (deadline && now >= deadline) {
+            const char *what = ph == PH_LOADING   ? "loading its code"
+                               : ph == PH_INITING ? "init"
+                                                  : "fini";
+            kill_child(iso, "%s has not returned after %.1f s (ten times its hang_timeout)", what,
+                       (double)zfi_lifecycle_bound_ns(n) / 1e9);
+            pthread_mutex_lock(&iso->mu);
+            iso->deadline = 0;
+            if (iso->first && ph == PH_INITING)
+                iso->init_timed_out = true;
+            pthread_mutex_unlock(&iso->mu);
+            continue;
+        }
+        uint64_t hang_at = ph == PH_UP ? watch_hang(iso) : 0;
+        if (did)
+            continue;
+        uint64_t t0 = now_ns();
+        bool go = false;
+        for (unsigned i = 0; !go; i++) {
+            go = ready(iso, false);
+            if ((i & 63) == 63 && now_ns() - t0 > SPIN_NS)
+                break;
+            zfi_cpu_relax();
+        }
+        if (go)
+            continue;
+        uint32_t key = zfi_evc_prepare(&iso->m.ctl->to_rt);
+        if (ready(iso, true)) {
+            zfi_evc_cancel(&iso->m.ctl->to_rt);
+            continue;
+        }
+        uint64_t until = deadline;
+        if (hang_at && (!until || hang_at < until))
+            until = hang_at;
+        now = now_ns();
+        zfi_evc_wait_shared(&iso->m.ctl->to_rt, key,
+                            until ? (until > now ? (int64_t)(until - now) : 0) : -1);
+    }
+}
+
+/* After the process ended (proxy thread): forward what it published,
+ * release what it held, drop its rings. Returns whether it failed (a
+ * signal, a non-zero status, or killed by the runtime). */
+static bool bury(zfi_iso *iso, char *why, size_t len)
+{
+    zf_node *n = iso->n;
+    pthread_join(iso->watcher, NULL);
+    iso->watcher_started = false;
+    char how[160];
+    bool failed = true;
+    int sig = 0;
+    zfi_child_reap(&iso->child, how, sizeof how, &failed, &sig);
+    uint64_t t0 = now_ns();
+    pthread_mutex_lock(&iso->mu);
+    iso->alive = false; /* the gate closes; proxy_on_input drops */
+    enum phase ph = iso->phase;
+    pthread_mutex_unlock(&iso->mu);
+    /* What it published is taken now and forwarded once the rest of what
+     * it held is back in the pool (forwarding may wait for room). */
+    published later = {0};
+    later.cap = iso->m.n_out * ZFI_PROC_OUT_CAP;
+    later.d = zfi_calloc(later.cap + 1, sizeof *later.d);
+    later.port = zfi_calloc(later.cap + 1, sizeof *later.port);
+    if (!later.d || !later.port)
+        later.cap = 0; /* no memory: forwarded at once instead */
+    drain_msgs(iso);
+    if (ph >= PH_INITING)
+        drain_data(iso, &later);
+    pthread_mutex_lock(&iso->mu);
+    uint64_t refs0 = atomic_load(&iso->reclaimed_refs), bytes0 = atomic_load(&iso->reclaimed_bytes);
+    zfi_ledger_drain(&iso->ledger, unref_one, iso);
+    uint64_t refs = atomic_load(&iso->reclaimed_refs) - refs0;
+    uint64_t bytes = atomic_load(&iso->reclaimed_bytes) - bytes0;
+    iso->copies_dead += atomic_load(&iso->m.ctl->child.copies);
+    iso->have_shm = false;
+    zfi_shm_unmap(&iso->m);
+    zfi_child_close(&iso->child);
+    atomic_store(&iso->pid, 0);
+    if (iso->kill_reason[0]) {
+        snprintf(why, len, "was killed by the runtime: %s", iso->kill_reason);
+        failed = true;
+    } else {
+        snprintf(why, len, "%s", how);
+    }
+    snprintf(iso->last_exit, sizeof iso->last_exit, "%s", why);
+    iso->eos_done = false;
+    iso->stop_done = false;
+    iso->hung = false;
+    pthread_cond_broadcast(&iso->cv);
+    pthread_mutex_unlock(&iso->mu);
+    atomic_fetch_add(&iso->deaths, 1);
+    if (ph != PH_FINISHING)
+        atomic_fetch_add(&iso->crashes, 1);
+    uint64_t took = now_ns() - t0, since = now_ns() - atomic_load(&iso->died_ns);
+    if (ph != PH_FINISHING || failed)
+        zfi_log_at(&n->origin, ph == PH_FINISHING ? ZF_LOG_INFO : ZF_LOG_WARN, "isolation",
+                   "instance %s: node '%s' (process %s): %s; %llu reference(s), %llu bytes "
+                   "reclaimed in %.3f ms, %.3f ms after its pidfd signalled",
+                   n->inst->uuid, n->desc->id, sig ? "killed" : "ended", why,
+                   (unsigned long long)refs, (unsigned long long)bytes, (double)took / 1e6,
+                   (double)since / 1e6);
+    if (ph == PH_FINISHING && failed)
+        zfi_node_killed_at_stop(n, why);
+    for (size_t i = 0; i < later.n; i++)
+        ZF_IGNORE(zf_send(n, later.port[i], &later.d[i])); /* consumed; a refusal is counted */
+    free(later.d);
+    free(later.port);
+    zfi_node_notify(n); /* the gate changed: a step sees it */
+    return failed;
+}
+
+/* Whether the policy restarts it now; else why not. */
+static bool may_restart(zfi_iso *iso, bool failed, char *why_not, size_t len, uint64_t *backoff)
+{
+    const zfi_node *nd = iso->n->desc;
+    if (nd->restart == ZFI_RESTART_NEVER) {
+        snprintf(why_not, len, "restart: never");
+        return false;
+    }
+    if (nd->restart == ZFI_RESTART_ON_FAILURE && !failed) {
+        snprintf(why_not, len, "it ended without failing (restart: on-failure)");
+        return false;
+    }
+    uint64_t now = now_ns(), in_window = 0;
+    for (size_t i = 0; i < nd->max_restarts; i++)
+        if (iso->restart_times[i] && now - iso->restart_times[i] <= (uint64_t)nd->restart_window_ns)
+            in_window++;
+    if (in_window >= nd->max_restarts) {
+        snprintf(why_not, len, "%u restart(s) within %.1f s (max_restarts %u, restart_window)",
+                 nd->max_restarts, (double)nd->restart_window_ns / 1e9, nd->max_restarts);
+        return false;
+    }
+    *backoff = BACKOFF_BASE_NS << (in_window < 16 ? in_window : 16);
+    if (*backoff > BACKOFF_MAX_NS)
+        *backoff = BACKOFF_MAX_NS;
+    return true;
+}
+
+static void *proxy_main(void *arg)
+{
+    zfi_iso *iso = arg;
+    zf_node *n = iso->n;
+    for (;;) {
+        zf_err e = incarnate(iso);
+        char why[256];
+        bool failed = true;
+        if (e != ZF_OK) {
+            snprintf(why, sizeof why, "could not start: %s", zf_last_error());
+        } else {
+            run(iso);
+            failed = bury(iso, why, sizeof why);
+        }
+        pthread_mutex_lock(&iso->mu);
+        bool first = iso->first, fini = iso->fini_wanted;
+        if (first) {
+            /* The first incarnation reports to zfi_iso_create / zfi_iso_init. */
+            if (!iso->load_done) {
+                iso->load_done = true;
+                iso->load_err = e != ZF_OK ? e : iso->load_err ? iso->load_err : ZF_EABI;
+                snprintf(iso->init_msg, sizeof iso->init_msg, "%s", why);
+            } else if (!iso->init_done) {
+                iso->init_done = true;
+                iso->init_err = iso->init_timed_out ? ZF_ETIMEDOUT : ZF_ENODE;
+                snprintf(iso->init_msg, sizeof iso->init_msg, "%s", why);
+            }
+        }
+        bool ran = iso->init_done && iso->init_err == ZF_OK;
+        iso->first = false;
+        pthread_cond_broadcast(&iso->cv);
+        pthread_mutex_unlock(&iso->mu);
+        if (fini || !ran || atomic_load(&n->inst->halted))
+            break; /* (a stopping instance restarts nothing: its fini comes) */
+        char why_not[200];
+        uint64_t backoff = 0;
+        if (!may_restart(iso, failed, why_not, sizeof why_not, &backoff)) {
+            zfi_node_isolated_failed(n, why, why_not);
+            break;
+        }
+        zfi_node_crashed(n, why, backoff);
+        uint64_t until = now_ns() + backoff;
+        pthread_mutex_lock(&iso->mu);
+        while (!iso->fini_wanted && now_ns() < until)
+            cond_wait_until(&iso->cv, &iso->mu, until);
+        fini = iso->fini_wanted;
+        pthread_mutex_unlock(&iso->mu);
+        if (fini)
+            break;
+        iso->restart_times[iso->restart_head] = now_ns();
+        iso->restart_head = (iso->restart_head + 1) % n->desc->max_restarts;
+        atomic_fetch_add(&iso->restarts, 1);
+    }
+    pthread_mutex_lock(&iso->mu);
+    while (!iso->fini_wanted)
+        pthread_cond_wait(&iso->cv, &iso->mu);
+    iso->thread_done = true;
+    pthread_cond_broadcast(&iso->cv);
+    pthread_mutex_unlock(&iso->mu);
+    return NULL;
+}
+
+/* ---- the instance's side ---- */
+
+static bool plain(const char *s)
+{
+    return !s || !strpbrk(s, "\n\t");
+}
+
+/* Every value of the node's description fits on its line. */
+static bool one_line_each(const zf_node *n)
+{
+    const zfi_node *nd = n->desc;
+    bool ok = plain(nd->id) && plain(nd->library) && plain(nd->python) && plain(nd->file) &&
+              plain(n->inst->flow->file) && plain(n->inst->name) && plain(n->inst->flow->name);
+    for (size_t i = 0; ok && i < nd->n_inputs; i++)
+        ok = plain(nd->inputs[i].name) && plain(nd->inputs[i].type) &&
+             !strchr(nd->inputs[i].name, ' ');
+    for (size_t i = 0; ok && i < nd->n_outputs; i++)
+        ok = plain(nd->outputs[i].name) && plain(nd->outputs[i].type) &&
+             !strchr(nd->outputs[i].name, ' ');
+    for (size_t i = 0; ok && i < n->inst->n_code_dirs; i++)
+        ok = plain(n->inst->code_dirs[i]);
+    return ok;
+}
+
+static void add_child_diag(zfi_iso *iso, zf_diag *diag)
+{
+    const zfi_node *nd = iso->n->desc;
+    const char *file = nd->file ? nd->file : iso->n->inst->flow->file;
+    bool any = false;
+    for (char *p = iso->load_diag; p && *p;) {
+        char *nl = strchr(p, '\n');
+        if (nl)
+            *nl = '\0';
+        char *f[6] = {p};
+        size_t k = 1;
+        for (char *t = p; k < 6 && (t = strchr(t, '\t')); k++) {
+            *t++ = '\0';
+            f[k] = t;
+        }
+        if (k == 6) {
+            zfi_diag_add(diag, (zf_err)atoi(f[0]), f[1], (unsigned)atoi(f[2]), (unsigned)atoi(f[3]),
+                         f[4], "%s (in its isolated process)", f[5]);
+            any = true;
+        }
+        p = nl ? nl + 1 : p + strlen(p);
+    }
+    if (!any)
+        zfi_diag_add(diag, iso->load_err, file, nd->line, nd->col, "isolation",
+                     "node '%s': its isolated process did not load it: %s", nd->id, iso->init_msg);
+}
+
+zf_err zfi_iso_create(zf_node *n, zf_diag *diag)
+{
+    const zfi_node *nd = n->desc;
+    if (nd->n_inputs > ZFI_PROC_MAX_PORTS || nd->n_outputs > ZFI_PROC_MAX_PORTS)
+        return zfi_diag_add(diag, ZF_EINVAL, nd->file, nd->line, nd->col, "isolation",
+                            "node '%s': an isolated node has at most %u inputs and %u outputs",
+                            nd->id, ZFI_PROC_MAX_PORTS, ZFI_PROC_MAX_PORTS);
+    zfi_iso *iso = zfi_calloc(1, sizeof *iso);
+    if (!iso)
+        return zfi_error(ZF_ENOMEM, "out of memory");
+    iso->n = n;
+    iso->first = true;
+    pthread_mutex_init(&iso->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&iso->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    iso->child.pidfd = iso->child.sock = -1;
+    iso->in_ports = zfi_calloc(nd->n_inputs + 1, sizeof *iso->in_ports);
+    iso->out_ports = zfi_calloc(nd->n_outputs + 1, sizeof *iso->out_ports);
+    iso->restart_times = zfi_calloc(nd->max_restarts + 1, sizeof *iso->restart_times);
+    n->lib.in_map = zfi_calloc(nd->n_inputs + 1, sizeof *n->lib.in_map);
+    n->lib.out_map = zfi_calloc(nd->n_outputs + 1, sizeof *n->lib.out_map);
+    n->iso = iso;
+    if (!iso->in_ports || !iso->out_ports || !iso->restart_times || !n->lib.in_map ||
+        !n->lib.out_map)
+        return zfi_error(ZF_ENOMEM, "out of memory");
+    for (size_t i = 0; i < nd->n_inputs; i++) {
+        iso->in_ports[i] = (zf_port_decl){nd->inputs[i].name, nd->inputs[i].type};
+        n->lib.in_map[i] = i;
+    }
+    for (size_t i = 0; i < nd->n_outputs; i++) {
+        iso->out_ports[i] = (zf_port_decl){nd->outputs[i].name, nd->outputs[i].type};
+        n->lib.out_map[i] = i;
+    }
+    iso->decl = (zf_node_decl){.abi = ZF_ABI_VERSION,
+                               .kind = nd->kind,
+                               .name = nd->id,
+                               .inputs = iso->in_ports,
+                               .n_inputs = nd->n_inputs,
+                               .outputs = iso->out_ports,
+                               .n_outputs = nd->n_outputs,
+                               .on_input = nd->kind == ZF_SOURCE ? NULL : proxy_on_input};
+    n->lib.decl = n->decl = &iso->decl;
+    n->state = iso;
+    if (!one_line_each(n))
+        return zfi_diag_add(diag, ZF_EINVAL, nd->file, nd->line, nd->col, "isolation",
+                            "node '%s': a path or name of this node holds a newline or a tab, "
+                            "which the description sent to its process cannot carry",
+                            nd->id);
+    if (pthread_create(&iso->thread, NULL, proxy_main, iso) != 0)
+        return zfi_error(ZF_ESYS, "node '%s': cannot start its proxy thread", nd->id);
+    iso->thread_started = true;
+    pthread_mutex_lock(&iso->mu);
+    while (!iso->load_done)
+        pthread_cond_wait(&iso->cv, &iso->mu);
+    zf_err e = iso->load_err;
+    pthread_mutex_unlock(&iso->mu);
+    if (e != ZF_OK) {
+        add_child_diag(iso, diag);
+        return e;
+    }
+    return ZF_OK;
+}
+
+zf_err zfi_iso_init(zf_node *n)
+{
+    zfi_iso *iso = n->iso;
+    pthread_mutex_lock(&iso->mu);
+    iso->init_wanted = true;
+    pthread_mutex_unlock(&iso->mu);
+    wake_proxy(iso);
+    pthread_mutex_lock(&iso->mu);
+    while (!iso->init_done)
+        pthread_cond_wait(&iso->cv, &iso->mu);
+    zf_err e = iso->init_err;
+    if (e != ZF_OK)
+        snprintf(n->error_msg, sizeof n->error_msg, "%s", iso->init_msg);
+    pthread_mutex_unlock(&iso->mu);
+    return e;
+}
+
+static void join_proxy(zfi_iso *iso)
+{
+    if (!iso->thread_started)
+        return;
+    pthread_mutex_lock(&iso->mu);
+    iso->fini_wanted = true;
+    pthread_mutex_unlock(&iso->mu);
+    wake_proxy(iso);
+    pthread_join(iso->thread, NULL);
+    iso->thread_started = false;
+}
+
+void zfi_iso_fini(zf_node *n)
+{
+    join_proxy(n->iso);
+}
+
+void zfi_iso_free(zf_node *n)
+{
+    zfi_iso *iso = n->iso;
+    if (!iso)
+        return;
+    join_proxy(iso);
+    zfi_ledger_free(&iso->ledger);
+    free(iso->large_sent);
+    free(iso->restart_times);
+    free(iso->in_ports);
+    free(iso->out_ports);
+    free(iso->load_diag);
+    pthread_mutex_destroy(&iso->mu);
+    pthread_cond_destroy(&iso->cv);
+    free(iso);
+    n->iso = NULL;
+    n->decl = n->lib.decl = NULL;
+}
+
+void zfi_iso_start(zf_node *n)
+{
+    zfi_iso *iso = n->iso;
+    pthread_mutex_lock(&iso->mu);
+    if (iso->have_shm) {
+        atomic_fetch_or(&iso->m.ctl->rt.flags, ZFI_RT_STARTED);
+        zfi_evc_notify_shared(&iso->m.ctl->to_child);
+    }
+    pthread_mutex_unlock(&iso->mu);
+}
+
+void zfi_iso_suspend(zf_node *n)
+{
+    zfi_iso *iso = n->iso;
+    pthread_mutex_lock(&iso->mu);
+    if (iso->have_shm)
+        atomic_fetch_and(&iso->m.ctl->rt.flags, ~(uint32_t)ZFI_RT_STARTED);
+    pthread_mutex_unlock(&iso->mu);
+}
+
+void zfi_iso_stop_source(zf_node *n, uint64_t deadline)
+{
+    zfi_iso *iso = n->iso;
+    pthread_mutex_lock(&iso->mu);
+    if (iso->have_shm) {
+        atomic_fetch_or(&iso->m.ctl->rt.flags, ZFI_RT_STOP);
+        zfi_evc_notify_shared(&iso->m.ctl->to_child);
+        zfi_evc_kick_shared(&iso->m.ctl->to_rt);
+    }
+    while (iso->alive && iso->phase == PH_UP && !iso->stop_done && now_ns() < deadline)
+        cond_wait_until(&iso->cv, &iso->mu, deadline);
+    pthread_mutex_unlock(&iso->mu);
+}
+
+bool zfi_iso_eos(zf_node *n)
+{
+    zfi_iso *iso = n->iso;
+    bool done;
+    pthread_mutex_lock(&iso->mu);
+    if (!iso->alive || iso->phase != PH_UP) {
+        done = true;
+    } else {
+        if (!(atomic_load(&iso->m.ctl->rt.flags) & ZFI_RT_EOS)) {
+            atomic_fetch_or(&iso->m.ctl->rt.flags, ZFI_RT_EOS);
+            zfi_evc_notify_shared(&iso->m.ctl->to_child);
+        }
+        done = iso->eos_done;
+    }
+    pthread_mutex_unlock(&iso->mu);
+    return done;
+}
+
+void zfi_iso_watch(zf_node *n, uint64_t now)
+{
+    zfi_iso *iso = n->iso;
+    int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
+    pthread_mutex_lock(&iso->mu);
+    if (iso->have_shm && iso->phase == PH_UP) {
+        uint64_t since = atomic_load_explicit(&iso->m.ctl->child.busy_since, memory_order_acquire);
+        /* A callback past its bound, or one that returned after it: the
+         * proxy thread judges (watch_hang). */
+        if ((since && now > since && now - since > (uint64_t)limit && !iso->hung) ||
+            (!since && iso->hung))
+            zfi_evc_kick_shared(&iso->m.ctl->to_rt);
+    }
+    pthread_mutex_unlock(&iso->mu);
+}
+
+void zfi_iso_stats(zf_node *n, zfi_iso_info *out)
+{
+    zfi_iso *iso = n->iso;
+    memset(out, 0, sizeof *out);
+    if (!iso)
+        return;
+    out->pid = atomic_load(&iso->pid);
+    out->restarts = atomic_load(&iso->restarts);
+    out->deaths = atomic_load(&iso->deaths);
+    out->crashes = atomic_load(&iso->crashes);
+    out->reclaimed_refs = atomic_load(&iso->reclaimed_refs);
+    out->reclaimed_bytes = atomic_load(&iso->reclaimed_bytes);
+    out->copies = atomic_load(&iso->copies_in);
+    pthread_mutex_lock(&iso->mu);
+    if (iso->have_shm)
+        out->copies += atomic_load(&iso->m.ctl->child.copies);
+    out->copies += iso->copies_dead;
+    snprintf(out->last_exit, sizeof out->last_exit, "%s", iso->last_exit);
+    pthread_mutex_unlock(&iso->mu);
+}

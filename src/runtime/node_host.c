@@ -1,0 +1,786 @@
+/* The node host: the child side of a process-isolated node (zf-node-host
+ * calls zf_node_host_main). It loads one node the way the runtime does
+ * (zfi_load_node: the same trust and ABI checks, a Python node in an
+ * interpreter of its own), maps the runtime's pool segments as they are
+ * sent over the control socket, and runs the node's callbacks on capsules
+ * that arrive as handles in its input rings (src/proc/shm.h).
+ *
+ * What the child writes (lesson 7): its ring cells and indices, the child
+ * line of the control block, and the payloads of blocks it was loaned.
+ * References are counted here on local headers (ZFI_KIND_REMOTE); the
+ * runtime holds one reference per capsule this process holds, in its
+ * ledger, and gets it back through the completion ring when the last local
+ * reference drops, or through an output ring when the capsule is sent.
+ *
+ * Mapping: small-arena segments are mapped read-write (a small block shares
+ * its pages with others, so it cannot be protected alone); a large block has
+ * a memfd of its own and is mapped read-only, except while it is loaned to
+ * this child (docs/isolation.md). */
+#include "runtime/runtime.h"
+
+#include "graph/loader.h"
+#include "proc/chan.h"
+#include "proc/shm.h"
+#include "zflow/isolation.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SPIN_NS        2000u /* a short spin: see docs/isolation.md, "Waiting" */
+#define HOST_SOCK      3
+#define MAX_BACKOFF_NS 10000000ll
+
+typedef struct large_map {
+    char *base;
+    size_t size;
+    bool rw;
+} large_map;
+
+typedef struct zfi_host {
+    int sock;
+    zfi_shm m;
+    uint32_t msgs_seen;
+    uint32_t pool_slot;
+    char *arena;
+    size_t arena_reserved, arena_mapped;
+    large_map *large;
+    size_t n_large;
+    pthread_mutex_t mu; /* the rings (a node's own threads may send too) */
+    zfi_node nd;
+    zf_flow flow;
+    zf_instance inst;
+    zf_node node;
+    size_t *out_ring; /* library output index -> ring (descriptor order) */
+    bool fini_asked;
+} zfi_host;
+
+static zfi_host H;
+
+/* ---- messages to the runtime ---- */
+
+static void tell(uint32_t type, int32_t code, const char *text)
+{
+    size_t n = text ? strlen(text) : 0;
+    if (n > ZFI_MSG_MAX - 8)
+        n = ZFI_MSG_MAX - 8;
+    char *buf = malloc(4 + n);
+    if (!buf)
+        return;
+    memcpy(buf, &code, 4);
+    if (n)
+        memcpy(buf + 4, text, n);
+    zfi_msg_send(H.sock, type, buf, 4 + n, NULL, 0);
+    free(buf);
+    if (H.m.ctl)
+        zfi_evc_notify_shared(&H.m.ctl->to_rt);
+}
+
+static void host_log(void *arg, zf_log_level level, const char *scope, const char *msg)
+{
+    (void)arg;
+    char line[2048];
+    snprintf(line, sizeof line, "%s\t%s", scope, msg);
+    tell(ZFI_MSG_LOG, (int32_t)level, line);
+}
+
+_Noreturn static void die(const char *fmt, ...) ZF_PRINTF(1, 2);
+static void die(const char *fmt, ...)
+{
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    tell(ZFI_MSG_LOG, ZF_LOG_ERROR, msg);
+    _exit(70);
+}
+
+/* ---- segments ---- */
+
+static void map_small(const zfi_msg *msg)
+{
+    uint64_t off, size;
+    if (msg->len != 16 || msg->n_fds != 1)
+        die("node host: malformed segment message");
+    memcpy(&off, msg->data, 8);
+    memcpy(&size, msg->data + 8, 8);
+    if (off != H.arena_mapped || off + size > H.arena_reserved)
+        die("node host: segment at %llu (+%llu) does not follow the %zu bytes mapped",
+            (unsigned long long)off, (unsigned long long)size, H.arena_mapped);
+    if (mmap(H.arena + off, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, msg->fds[0], 0) ==
+        MAP_FAILED)
+        die("node host: mapping a pool segment of %llu bytes: %s", (unsigned long long)size,
+            strerror(errno));
+    H.arena_mapped = off + size;
+}
+
+static void map_large(const zfi_msg *msg)
+{
+    uint32_t id;
+    uint64_t size;
+    if (msg->len != 12 || msg->n_fds != 1)
+        die("node host: malformed large segment message");
+    memcpy(&id, msg->data, 4);
+    memcpy(&size, msg->data + 4, 8);
+    if (id >= H.n_large) {
+        size_t n = id + 1 > H.n_large * 2 ? id + 1 : H.n_large * 2;
+        large_map *t = realloc(H.large, n * sizeof *t);
+        if (!t)
+            die("node host: out of memory");
+        memset(t + H.n_large, 0, (n - H.n_large) * sizeof *t);
+        H.large = t;
+        H.n_large = n;
+    }
+    large_map *l = &H.large[id];
+    if (l->base)
+        munmap(l->base, l->size);
+    void *p = mmap(NULL, size, PROT_READ, MAP_SHARED, msg->fds[0], 0);
+    if (p == MAP_FAILED)
+        die("node host: mapping a large segment of %llu bytes: %s", (unsigned long long)size,
+            strerror(errno));
+    *l = (large_map){p, size, false};
+}
+
+static void run_fini(void);
+
+static void handle(zfi_msg *msg)
+{
+    switch (msg->type) {
+    case ZFI_MSG_SEG:
+        map_small(msg);
+        break;
+    case ZFI_MSG_LARGE:
+        map_large(msg);
+        break;
+    case ZFI_MSG_FINI:
+        H.fini_asked = true;
+        break;
+    default:
+        die("node host: unexpected message %u", msg->type);
+    }
+}
+
+/* Read every message the runtime has announced (rt.msgs): what a handle in
+ * a ring needs is always sent before the handle. */
+static void catch_up(void)
+{
+    /* A message may be read before the runtime has counted it (it counts
+     * after sending): seen may be ahead of the count, never behind it for
+     * long. */
+    uint32_t want = atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_acquire);
+    while ((int32_t)(want - H.msgs_seen) > 0) {
+        zfi_msg msg;
+        bool closed = false;
+        int k = zfi_msg_recv(H.sock, &msg, true, &closed);
+        if (k <= 0)
+            _exit(closed ? 0 : 71); /* the runtime is gone */
+        H.msgs_seen++;
+        handle(&msg);
+        zfi_msg_free(&msg);
+    }
+}
+
+/* The header of the block a handle names, mapped (read-only for large
+ * blocks unless `loaned`). */
+static zf_data *block_of(uint64_t h, bool loaned)
+{
+    if ((h & ZFI_HANDLE_LOCAL) || ((h >> ZFI_HANDLE_SLOT_SHIFT) & 0x7fff) != H.pool_slot)
+        die("node host: handle %#llx names no block of the instance's pool", (unsigned long long)h);
+    if (h & ZFI_HANDLE_LARGE) {
+        uint64_t id = (h & (ZFI_HANDLE_LARGE - 1)) - 1;
+        if (id >= H.n_large || !H.large[id].base)
+            die("node host: large segment %llu was never sent", (unsigned long long)id);
+        large_map *l = &H.large[id];
+        if (loaned != l->rw) {
+            if (mprotect(l->base, l->size, PROT_READ | (loaned ? PROT_WRITE : 0)) != 0)
+                die("node host: mprotect: %s", strerror(errno));
+            l->rw = loaned;
+        }
+        return (zf_data *)l->base;
+    }
+    uint64_t idx = h & (ZFI_HANDLE_LARGE - 1);
+    if (!idx || idx * ZFI_HDR_SIZE > H.arena_mapped)
+        die("node host: block %llu is past the %zu bytes of pool mapped", (unsigned long long)idx,
+            H.arena_mapped);
+    return (zf_data *)(H.arena + (idx - 1) * ZFI_HDR_SIZE);
+}
+
+/* ---- waiting: spin, then park on to_child ---- */
+
+static void wait_child(bool (*ready)(void *), void *arg, int64_t timeout_ns)
+{
+    uint64_t t0 = zf_clock_ns();
+    for (unsigned i = 0;; i++) {
+        if (ready(arg))
+            return;
+        if ((i & 63) == 63 && zf_clock_ns() - t0 > SPIN_NS)
+            break;
+        zfi_cpu_relax();
+    }
+    uint32_t key = zfi_evc_prepare(&H.m.ctl->to_child);
+    if (ready(arg)) {
+        zfi_evc_cancel(&H.m.ctl->to_child);
+        return;
+    }
+    int64_t left = timeout_ns;
+    if (timeout_ns >= 0) {
+        uint64_t spent = zf_clock_ns() - t0;
+        left = spent >= (uint64_t)timeout_ns ? 0 : timeout_ns - (int64_t)spent;
+    }
+    zfi_evc_wait_shared(&H.m.ctl->to_child, key, left);
+}
+
+static bool has_room(void *arg)
+{
+    uint32_t room = 0;
+    if (!zfi_ring_room(arg, &room))
+        die("node host: the runtime's view of a ring is inconsistent");
+    return room > 0 || (int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) -
+                                 H.msgs_seen) > 0;
+}
+
+/* Push a cell (mu held; released while waiting for room). */
+static void push(zfi_ring *r, uint64_t h, uint64_t len)
+{
+    for (;;) {
+        uint32_t room = 0;
+        if (!zfi_ring_room(r, &room))
+            die("node host: a ring's head is inconsistent");
+        if (room)
+            break;
+        pthread_mutex_unlock(&H.mu);
+        zfi_evc_notify_shared(&H.m.ctl->to_rt);
+        wait_child(has_room, r, -1);
+        pthread_mutex_lock(&H.mu);
+    }
+    zfi_ring_put(r, h, len);
+}
+
+/* ---- capsules ---- */
+
+static void release_handle(void *arg)
+{
+    pthread_mutex_lock(&H.mu);
+    push(&H.m.comp, (uint64_t)(uintptr_t)arg, 0);
+    pthread_mutex_unlock(&H.mu);
+    zfi_evc_notify_shared(&H.m.ctl->to_rt);
+}
+
+static zf_err wrap(uint64_t h, uint64_t len, bool loaned, zf_data **out)
+{
+    zf_data *b = block_of(h, loaned);
+    uint64_t cap = b->cap;
+    if (len > cap)
+        die("node host: a capsule of %llu bytes in a block of %llu", (unsigned long long)len,
+            (unsigned long long)cap);
+    zf_err e = zfi_data_remote((char *)b + ZFI_HDR_SIZE, len, cap, loaned, release_handle,
+                               (void *)(uintptr_t)h, out);
+    if (e != ZF_OK)
+        return e;
+    (*out)->ts = b->ts;
+    (*out)->seq = b->seq;
+    return ZF_OK;
+}
+
+static bool loan_ready(void *arg)
+{
+    (void)arg;
+    return zfi_ring_ready(&H.m.loan) ||
+           (int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) - H.msgs_seen) >
+               0;
+}
+
+/* A loaned block of at least len bytes: ZF_OK, or ZF_ENOMEM when the
+ * runtime refused (its pool is at max_memory). */
+static zf_err host_alloc(size_t len, zf_data **out)
+{
+    *out = NULL;
+    atomic_store_explicit(&H.m.ctl->child.loan_want, len ? len : 1, memory_order_seq_cst);
+    for (;;) {
+        uint64_t h = 0, cap = 0;
+        pthread_mutex_lock(&H.mu);
+        int k = zfi_ring_take(&H.m.loan, &h, &cap);
+        pthread_mutex_unlock(&H.mu);
+        if (k < 0)
+            die("node host: the loan ring's tail is inconsistent");
+        if (k == 0) {
+            zfi_evc_notify_shared(&H.m.ctl->to_rt);
+            wait_child(loan_ready, NULL, -1);
+            catch_up();
+            continue;
+        }
+        zfi_evc_notify_shared(&H.m.ctl->to_rt); /* the runtime tops the ring up */
+        if (!h) {
+            atomic_store_explicit(&H.m.ctl->child.loan_want, 0, memory_order_seq_cst);
+            return zfi_error(ZF_ENOMEM, "the runtime's pool refused %zu bytes (max_memory)", len);
+        }
+        catch_up();
+        if (cap < len) {
+            release_handle((void *)(uintptr_t)h); /* another size: give it back */
+            continue;
+        }
+        zf_err e = wrap(h, len, true, out);
+        if (e != ZF_OK)
+            release_handle((void *)(uintptr_t)h);
+        return e;
+    }
+}
+
+zf_err zfi_host_alloc(zf_node *n, size_t len, zf_data **out)
+{
+    zf_err e = host_alloc(len, out);
+    if (e == ZF_ENOMEM)
+        atomic_fetch_add_explicit(&n->alloc_failures, 1, memory_order_relaxed);
+    return e;
+}
+
+zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
+{
+    if (!d || !*d)
+        return zfi_error(ZF_EINVAL, "zf_send: NULL capsule");
+    if (port >= n->n_out) {
+        zf_data_unref(*d);
+        *d = NULL;
+        return zfi_error(ZF_EINVAL, "zf_send: node '%s' has no output port %u (it has %zu)",
+                         n->desc->id, port, n->n_out);
+    }
+    zf_data *c = *d;
+    zfi_data_check(c, "zf_send");
+    zfi_ring *r = &H.m.out[H.out_ring[port]];
+    if (try_only) {
+        uint32_t room = 0;
+        pthread_mutex_lock(&H.mu);
+        bool ok = zfi_ring_room(r, &room);
+        pthread_mutex_unlock(&H.mu);
+        if (ok && !room)
+            return zfi_error(ZF_EAGAIN, "zf_try_send: output %u of '%s' is full", port,
+                             n->desc->id);
+    }
+    *d = NULL;
+    if (c->kind != ZFI_KIND_REMOTE) {
+        /* Memory of this process (wrapped, static, a local copy): copied
+         * into a block of the runtime's pool once, the only copy there is. */
+        zf_data *copy = NULL;
+        zf_err e = host_alloc((size_t)c->len, &copy);
+        if (e != ZF_OK) {
+            zf_data_unref(c);
+            return e;
+        }
+        memcpy(zfi_payload(copy), zfi_payload(c), (size_t)c->len);
+        copy->len = c->len;
+        atomic_fetch_add_explicit(&H.m.ctl->child.copies, 1, memory_order_relaxed);
+        zf_data_unref(c);
+        c = copy;
+    }
+    uint64_t h = (uint64_t)(uintptr_t)zfi_data_remote_arg(c);
+    bool keep = zf_data_refcount(c) > 1;
+    pthread_mutex_lock(&H.mu);
+    push(r, h, (c->len & ZFI_CELL_LEN_MASK) | (keep ? ZFI_CELL_KEEP : 0));
+    pthread_mutex_unlock(&H.mu);
+    zfi_evc_notify_shared(&H.m.ctl->to_rt);
+    atomic_fetch_add_explicit(&n->sent, 1, memory_order_relaxed);
+    if (keep)
+        zf_data_unref(c); /* a local reference; the runtime took its own */
+    else
+        zfi_data_remote_forget(c); /* the reference went with the capsule */
+    return ZF_OK;
+}
+
+/* ---- the node ---- */
+
+static void report_error(zf_err e, const char *what)
+{
+    char text[700];
+    snprintf(text, sizeof text, "%s\t%s", what, H.node.error_msg);
+    tell(ZFI_MSG_ERROR, (int32_t)e, text);
+}
+
+static void busy(bool on)
+{
+    atomic_store_explicit(&H.m.ctl->child.busy_since, on ? zf_clock_ns() : 0, memory_order_release);
+    if (!on)
+        atomic_fetch_add_explicit(&H.m.ctl->child.callbacks, 1, memory_order_relaxed);
+}
+
+static void run_fini(void)
+{
+    zf_node *n = &H.node;
+    if (n->decl->fini && n->initialized)
+        n->decl->fini(n->state);
+    n->initialized = false;
+    zfi_unload_node(&n->lib, true);
+    tell(ZFI_MSG_FINI_DONE, 0, "");
+    _exit(0);
+}
+
+static bool work_ready(void *arg)
+{
+    (void)arg;
+    if ((int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) - H.msgs_seen) > 0)
+        return true;
+    uint32_t flags = atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire);
+    uint32_t acked = atomic_load_explicit(&H.m.ctl->child.acked, memory_order_relaxed);
+    if ((flags & ~acked) & (ZFI_RT_STOP | ZFI_RT_EOS))
+        return true;
+    for (size_t i = 0; i < H.m.n_in; i++)
+        if (zfi_ring_ready(&H.m.in[i]))
+            return true;
+    return false;
+}
+
+static void operator_loop(void)
+{
+    zf_node *n = &H.node;
+    size_t rr = 0;
+    for (;;) {
+        catch_up();
+        if (H.fini_asked)
+            run_fini();
+        bool did = false;
+        for (size_t k = 0; k < H.m.n_in; k++) {
+            size_t i = (rr + k) % H.m.n_in;
+            uint64_t h, len;
+            pthread_mutex_lock(&H.mu);
+            int got = zfi_ring_take(&H.m.in[i], &h, &len);
+            pthread_mutex_unlock(&H.mu);
+            if (got < 0)
+                die("node host: input ring %zu's tail is inconsistent", i);
+            if (!got)
+                continue;
+            /* The runtime waits for room: tell it once half the ring is
+             * free (hysteresis: not a wake-up per cell). */
+            if (atomic_load_explicit(&H.m.ctl->rt.room_wanted, memory_order_seq_cst) &&
+                atomic_load_explicit(&H.m.in[i].s->tail, memory_order_relaxed) - H.m.in[i].pos <=
+                    H.m.in[i].cap / 2)
+                zfi_evc_notify_shared(&H.m.ctl->to_rt);
+            catch_up();
+            zf_data *d = NULL;
+            if (wrap(h, len, false, &d) != ZF_OK) {
+                release_handle((void *)(uintptr_t)h);
+                continue;
+            }
+            did = true;
+            rr = i + 1;
+            n->error_msg[0] = '\0';
+            busy(true);
+            zf_err e = n->decl->on_input(n->state, n, (unsigned)n->lib.in_map[i], &d);
+            busy(false);
+            if (d)
+                zf_data_unref(d);
+            if (e != ZF_OK)
+                report_error(e, "on_input");
+            break;
+        }
+        if (did)
+            continue;
+        uint32_t flags = atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire);
+        uint32_t acked = atomic_load_explicit(&H.m.ctl->child.acked, memory_order_relaxed);
+        bool empty = (int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) -
+                               H.msgs_seen) <= 0;
+        for (size_t i = 0; i < H.m.n_in && empty; i++)
+            empty = !zfi_ring_ready(&H.m.in[i]);
+        if ((flags & ZFI_RT_EOS) && !(acked & ZFI_RT_EOS) && empty) {
+            atomic_store_explicit(&H.m.ctl->child.acked, acked | ZFI_RT_EOS, memory_order_seq_cst);
+            zfi_evc_notify_shared(&H.m.ctl->to_rt);
+            continue;
+        }
+        wait_child(work_ready, NULL, -1);
+    }
+}
+
+static bool stop_or_msg(void *arg)
+{
+    (void)arg;
+    return (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire) & ZFI_RT_STOP) ||
+           (int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) - H.msgs_seen) >
+               0;
+}
+
+static bool started_or_msg(void *arg)
+{
+    (void)arg;
+    return (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire) & ZFI_RT_STARTED) ||
+           stop_or_msg(NULL);
+}
+
+static void source_loop(void)
+{
+    zf_node *n = &H.node;
+    int64_t backoff = 0;
+    uint64_t next = 0;
+    bool started_once = false;
+    for (;;) {
+        catch_up();
+        if (H.fini_asked)
+            run_fini();
+        uint32_t flags = atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire);
+        /* zf_node_stopping() for the node's own threads: suspended (after
+         * a start) or stopping, as in process */
+        started_once |= (flags & ZFI_RT_STARTED) != 0;
+        atomic_store(&H.inst.sources_stopped,
+                     (started_once && !(flags & ZFI_RT_STARTED)) || (flags & ZFI_RT_STOP));
+        if (flags & ZFI_RT_STOP) {
+            uint32_t acked = atomic_load_explicit(&H.m.ctl->child.acked, memory_order_relaxed);
+            if (!(acked & ZFI_RT_STOP)) {
+                atomic_store_explicit(&H.m.ctl->child.acked, acked | ZFI_RT_STOP,
+                                      memory_order_seq_cst);
+                zfi_evc_notify_shared(&H.m.ctl->to_rt);
+            }
+            wait_child(work_ready, NULL, -1); /* now only for fini */
+            continue;
+        }
+        if (!(flags & ZFI_RT_STARTED) || !n->decl->produce) {
+            wait_child(flags & ZFI_RT_STARTED ? stop_or_msg : started_or_msg, NULL, -1);
+            continue;
+        }
+        uint64_t now = zf_clock_ns();
+        if (n->desc->period_ns > 0) {
+            if (!next)
+                next = now;
+            if (now < next) {
+                wait_child(stop_or_msg, NULL, (int64_t)(next - now));
+                continue;
+            }
+            next += (uint64_t)n->desc->period_ns;
+            if (next < now)
+                next = now; /* fell behind: no burst to catch up */
+        } else if (backoff) {
+            wait_child(stop_or_msg, NULL, backoff);
+        }
+        uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed);
+        n->error_msg[0] = '\0';
+        busy(true);
+        zf_err e = n->decl->produce(n->state, n);
+        busy(false);
+        if (e != ZF_OK && !(e == ZF_ECLOSED && (flags & ZFI_RT_STOP)))
+            report_error(e, "produce");
+        if (n->desc->period_ns <= 0) {
+            if (atomic_load_explicit(&n->sent, memory_order_relaxed) == sent)
+                backoff = backoff ? (backoff * 2 > MAX_BACKOFF_NS ? MAX_BACKOFF_NS : backoff * 2)
+                                  : 100000;
+            else
+                backoff = 0;
+        }
+    }
+}
+
+/* ---- the node's description (ZFI_MSG_SPEC) ---- */
+
+static char *field(char **p)
+{
+    char *s = *p, *tab = strchr(s, '\t'), *nl = strchr(s, '\n');
+    if (!nl)
+        return NULL;
+    *nl = '\0';
+    *p = nl + 1;
+    if (!tab || tab > nl)
+        return NULL;
+    return tab + 1;
+}
+
+static bool add_port(zfi_port **ports, size_t *n, char *v)
+{
+    char *type = strchr(v, ' ');
+    if (!type)
+        return false;
+    *type++ = '\0';
+    zfi_port *t = realloc(*ports, (*n + 1) * sizeof *t);
+    if (!t)
+        return false;
+    *ports = t;
+    t[*n] = (zfi_port){zfi_strdup(v), zfi_strdup(type), 0, 0};
+    (*n)++;
+    return true;
+}
+
+static char **code_dirs;
+static size_t n_code_dirs;
+static bool allow_writable;
+
+static void parse_spec(char *text)
+{
+    zfi_node *nd = &H.nd;
+    memset(nd, 0, sizeof *nd);
+    for (char *p = text; *p;) {
+        char *key = p;
+        char *v = field(&p);
+        if (!v)
+            die("node host: malformed node description");
+        size_t kl = (size_t)(strchr(key, '\t') - key);
+#define IS(k) (kl == sizeof(k) - 1 && memcmp(key, k, kl) == 0)
+        if (IS("id"))
+            nd->id = zfi_strdup(v);
+        else if (IS("kind"))
+            nd->kind = (zf_node_kind)atoi(v);
+        else if (IS("library"))
+            nd->library = *v ? zfi_strdup(v) : NULL;
+        else if (IS("python"))
+            nd->python = *v ? zfi_strdup(v) : NULL;
+        else if (IS("file"))
+            nd->file = zfi_strdup(v);
+        else if (IS("line"))
+            nd->line = (unsigned)atoi(v);
+        else if (IS("col"))
+            nd->col = (unsigned)atoi(v);
+        else if (IS("period"))
+            nd->period_ns = strtoll(v, NULL, 10);
+        else if (IS("in")) {
+            if (!add_port(&nd->inputs, &nd->n_inputs, v))
+                die("node host: bad input port");
+        } else if (IS("out")) {
+            if (!add_port(&nd->outputs, &nd->n_outputs, v))
+                die("node host: bad output port");
+        } else if (IS("uuid"))
+            snprintf(H.inst.uuid, sizeof H.inst.uuid, "%s", v);
+        else if (IS("instance"))
+            H.inst.name = zfi_strdup(v);
+        else if (IS("flow"))
+            H.flow.name = zfi_strdup(v);
+        else if (IS("pool_slot"))
+            H.pool_slot = (uint32_t)atoi(v);
+        else if (IS("code_dir")) {
+            char **t = realloc(code_dirs, (n_code_dirs + 1) * sizeof *t);
+            if (!t)
+                die("node host: out of memory");
+            code_dirs = t;
+            code_dirs[n_code_dirs++] = zfi_strdup(v);
+        } else if (IS("allow_writable"))
+            allow_writable = atoi(v) != 0;
+        else if (IS("config")) {
+            zfi_src src;
+            memset(&src, 0, sizeof src);
+            zf_config *c = NULL;
+            if (!zfi_src_identity(&src, "configuration", v, strlen(v)) ||
+                zfi_yaml_parse(&src, NULL, NULL, 0, &c) != ZF_OK || !c)
+                die("node host: the node's configuration does not parse");
+            zfi_src_free(&src);
+            nd->config = c;
+        }
+#undef IS
+    }
+    if (!nd->id || (!nd->library && !nd->python))
+        die("node host: the node description lacks its id or its code");
+    if (!nd->config)
+        nd->config = zfi_config_new(ZF_CFG_MAP, NULL, 0, 0);
+}
+
+static void send_diag(const zf_diag *diag, zf_err e)
+{
+    zfi_buf b;
+    zfi_buf_init(&b);
+    for (size_t i = 0; i < zf_diag_count(diag); i++) {
+        const zf_diag_entry *en = zf_diag_get(diag, i);
+        zfi_buf_printf(&b, "%d\t%s\t%u\t%u\t%s\t%s\n", (int)zfi_diag_code(diag, i),
+                       en->file ? en->file : "", en->line, en->col, en->field ? en->field : "",
+                       en->message ? en->message : "");
+    }
+    tell(ZFI_MSG_LOAD_FAILED, (int32_t)e, b.s ? b.s : "");
+    zfi_buf_free(&b);
+}
+
+int zf_node_host_main(int argc, char **argv)
+{
+    (void)argc;
+    (void)argv;
+    H.sock = HOST_SOCK;
+    /* The runtime's thread that started it (its node's proxy thread, which
+     * lives as long as the node) going away ends it too. */
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    /* A node's fatal signal ends this process with that signal, so the
+     * runtime reports it as it is (whatever handler a sanitizer or the
+     * parent's environment installed). */
+    const int fatal[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+    for (size_t i = 0; i < ZFI_ARRAY_LEN(fatal); i++)
+        signal(fatal[i], SIG_DFL);
+    pthread_mutex_init(&H.mu, NULL);
+    /* The runtime is the only reader of what this process says. */
+    zf_log_set(host_log, NULL, ZF_LOG_INFO);
+    zfi_msg msg;
+    bool closed = false;
+    if (zfi_msg_recv(H.sock, &msg, true, &closed) <= 0 || msg.type != ZFI_MSG_SPEC ||
+        msg.n_fds != 1) {
+        fprintf(stderr, "zf-node-host: run by the zflow runtime only (no node description on "
+                        "fd 3)\n");
+        return 2;
+    }
+    parse_spec(msg.data);
+    if (H.nd.n_inputs > ZFI_PROC_MAX_PORTS || H.nd.n_outputs > ZFI_PROC_MAX_PORTS)
+        die("node host: too many ports");
+    if (!zfi_shm_map(&H.m, msg.fds[0], H.nd.n_inputs, H.nd.n_outputs))
+        die("node host: mapping the rings: %s", strerror(errno));
+    zfi_msg_free(&msg);
+    H.arena_reserved = (size_t)8 << 30;
+    void *r =
+        mmap(NULL, H.arena_reserved, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (r == MAP_FAILED)
+        die("node host: reserving address space: %s", strerror(errno));
+    H.arena = r;
+
+    zf_node *n = &H.node;
+    H.inst.flow = &H.flow;
+    n->inst = &H.inst;
+    n->desc = &H.nd;
+    n->host = &H;
+    zf_diag *diag = zf_diag_new();
+    zf_err e =
+        zfi_load_node(&H.nd, H.nd.file, code_dirs, n_code_dirs, allow_writable, &n->lib, diag);
+    if (e == ZF_OK &&
+        (n->lib.decl->n_inputs != H.nd.n_inputs || n->lib.decl->n_outputs != H.nd.n_outputs)) {
+        zfi_diag_add(diag, ZF_ETYPE, H.nd.file, H.nd.line, H.nd.col, "library",
+                     "node '%s': the library declares %zu inputs and %zu outputs, the "
+                     "descriptor %zu and %zu",
+                     H.nd.id, n->lib.decl->n_inputs, n->lib.decl->n_outputs, H.nd.n_inputs,
+                     H.nd.n_outputs);
+        e = ZF_ETYPE;
+    }
+    if (e != ZF_OK) {
+        send_diag(diag, e);
+        zf_diag_free(diag);
+        return 1;
+    }
+    zf_diag_free(diag);
+    n->decl = n->lib.decl;
+    n->n_in = n->decl->n_inputs;
+    n->n_out = n->decl->n_outputs;
+    H.out_ring = zfi_calloc(n->n_out + 1, sizeof *H.out_ring);
+    if (!H.out_ring)
+        die("node host: out of memory");
+    for (size_t o = 0; o < H.nd.n_outputs; o++)
+        H.out_ring[n->lib.out_map[o]] = o;
+    tell(ZFI_MSG_DECL, 0, "");
+
+    /* init, when asked (after the runtime has every node loaded). */
+    for (;;) {
+        if (zfi_msg_recv(H.sock, &msg, true, &closed) <= 0)
+            return 0;
+        H.msgs_seen++;
+        uint32_t type = msg.type;
+        if (type != ZFI_MSG_INIT && type != ZFI_MSG_FINI)
+            handle(&msg);
+        zfi_msg_free(&msg);
+        if (type == ZFI_MSG_INIT)
+            break;
+        if (type == ZFI_MSG_FINI)
+            return 0;
+    }
+    n->error_msg[0] = '\0';
+    void *state = NULL;
+    e = n->decl->init ? n->decl->init(n, &state) : ZF_OK;
+    n->state = state;
+    n->initialized = e == ZF_OK;
+    tell(ZFI_MSG_INIT_DONE, (int32_t)e, n->error_msg);
+    if (e != ZF_OK)
+        return 1;
+    if (n->decl->kind == ZF_SOURCE)
+        source_loop();
+    else
+        operator_loop();
+    return 0;
+}
