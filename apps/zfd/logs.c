@@ -29,6 +29,7 @@
 #define RING        4096u /* lines kept in memory for followers */
 #define MAX_FILES   512u  /* open log files at once (least recently used closed) */
 #define MAX_HISTORY 20000 /* lines one answer carries (the newest) */
+#define KEEP_GONE   100   /* folders of instances destroyed by this zfd kept */
 
 typedef struct logfile {
     char uuid[37];
@@ -60,7 +61,9 @@ struct zfd_logs {
     size_t n_files;
     uint64_t use_clock;
     ring_line ring[RING];
-    uint64_t seq; /* of the newest line; 0: none yet */
+    uint64_t seq;             /* of the newest line; 0: none yet */
+    char gone[KEEP_GONE][37]; /* destroyed instances, oldest first (a ring) */
+    size_t gone_head, n_gone;
 };
 
 /* ---- paths ---- */
@@ -260,6 +263,25 @@ void zfd_logs_entry(void *arg, const zf_log_entry *e)
     pthread_mutex_unlock(&lg->mu);
 }
 
+/* Remove a destroyed instance's folder and its files. lg->mu held. */
+static void remove_folder(zfd_logs *lg, const char *uuid)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", lg->dir, uuid);
+    DIR *d = opendir(path);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char p[4400];
+        snprintf(p, sizeof p, "%s/%s", path, de->d_name);
+        unlink(p);
+    }
+    if (d)
+        closedir(d);
+    rmdir(path);
+}
+
 void zfd_logs_forget(zfd_logs *lg, const char *uuid)
 {
     pthread_mutex_lock(&lg->mu);
@@ -271,6 +293,15 @@ void zfd_logs_forget(zfd_logs *lg, const char *uuid)
         close(lg->files[i].fd);
         lg->files[i] = lg->files[--lg->n_files];
     }
+    /* The logs of the last KEEP_GONE destroyed instances stay readable; an
+     * older one's folder goes, so the disk used stays bounded. */
+    if (lg->n_gone == KEEP_GONE) {
+        remove_folder(lg, lg->gone[lg->gone_head]);
+        lg->gone_head = (lg->gone_head + 1) % KEEP_GONE;
+        lg->n_gone--;
+    }
+    snprintf(lg->gone[(lg->gone_head + lg->n_gone) % KEEP_GONE], 37, "%s", uuid);
+    lg->n_gone++;
     pthread_mutex_unlock(&lg->mu);
 }
 

@@ -207,6 +207,29 @@ ZT_CASE(rotation_keeps_the_size_bound)
     stop_zfd();
 }
 
+/* The folders of destroyed instances: the last 100 kept, older ones go. */
+ZT_CASE(destroyed_instances_logs_are_bounded)
+{
+    ZT_CHECK(start_zfd("gone", NULL));
+    char first[64] = "", last[64] = "";
+    for (int i = 0; i < 102; i++) {
+        const char *id = deploy(zt_fmt("g%03d", i), chatty_flow(0, "1s"));
+        ZT_CHECK(id);
+        snprintf(i == 0 ? first : last, 64, "%s", id);
+        char *out = NULL;
+        ZT_EQ(ctl(&out, "destroy", last[0] ? last : first, NULL), 0);
+        free(out);
+    }
+    struct stat st;
+    ZT_CHECK(stat(zt_fmt("%s/logs/%s", state, first), &st) != 0); /* the oldest went */
+    ZT_CHECK(stat(zt_fmt("%s/logs/%s/instance.log", state, last), &st) == 0);
+    char *out = NULL;
+    ZT_EQ(ctl(&out, "logs", last, "--grep", "stopped", NULL), 0);
+    ZT_EQ(count_lines(out, "[instance] stopped"), 1);
+    free(out);
+    stop_zfd();
+}
+
 /* A number of node `node` (or link into `to`) in `status`'s answer. */
 static double status_num(const char *id, const char *list, const char *key_field, const char *key,
                          const char *field)
@@ -582,6 +605,7 @@ ZT_CASE(a_tap_that_falls_behind_drops_and_says_so)
 
 ZT_MAIN(ZT_ENTRY(logs_filters_return_exactly_the_node_lines),
         ZT_ENTRY(follow_sees_a_new_line_within_a_second), ZT_ENTRY(rotation_keeps_the_size_bound),
+        ZT_ENTRY(destroyed_instances_logs_are_bounded),
         ZT_ENTRY(rates_follow_a_100hz_source_and_fall_after_suspend),
         ZT_ENTRY(top_once_and_full_screen_show_the_instance_and_its_nodes),
         ZT_ENTRY(echo_and_hz_through_zfd), ZT_ENTRY(zfd_records_into_its_folder),
