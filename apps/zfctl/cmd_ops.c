@@ -242,6 +242,8 @@ int cmd_echo(int argc, char **argv)
             break;
         }
     }
+    if (dropped && !a.conn.json)
+        fprintf(stderr, "zfctl echo: %llu capsules in all passed without being shown\n", dropped);
     return EXIT_OK;
 }
 

@@ -342,9 +342,11 @@ static char *deploy(zfd_daemon *d, const zf_request *req, const zfd_part *part)
         resp = name_refused(name, other);
         goto out;
     }
-    char rdir[PATH_MAX]; /* `record:` links write there, plain names only */
-    snprintf(rdir, sizeof rdir, "%s/recordings", d->state_dir);
-    mkdir(rdir, 0750);
+    char rdir[PATH_MAX] = "/nonexistent-zflow-recordings"; /* no state folder: none */
+    if (d->state_dir) { /* `record:` links write there, plain names only */
+        snprintf(rdir, sizeof rdir, "%s/recordings", d->state_dir);
+        mkdir(rdir, 0750);
+    }
     zf_instance_options io = {.name = req->name,
                               .code_dirs = fo.include_dirs,
                               .n_code_dirs = fo.n_include_dirs,

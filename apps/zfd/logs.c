@@ -28,6 +28,7 @@
 #define RING        4096u /* lines kept in memory for followers */
 #define MAX_FILES   512u  /* open log files at once (least recently used closed) */
 #define MAX_HISTORY 20000 /* lines one answer carries (the newest) */
+#define KEEP_GONE   100   /* folders of instances destroyed by this zfd kept */
 
 typedef struct logfile {
     char uuid[37];
@@ -46,6 +47,9 @@ typedef struct ring_line {
     char *text; /* formatted, without its final newline */
 } ring_line;
 
+/* STATE/logs, for the crash handler (zfd_logs_crash), set once at open. */
+static char crash_dir[2048];
+
 struct zfd_logs {
     char *dir; /* STATE/logs */
     uint64_t max_bytes;
@@ -56,7 +60,9 @@ struct zfd_logs {
     size_t n_files;
     uint64_t use_clock;
     ring_line ring[RING];
-    uint64_t seq; /* of the newest line; 0: none yet */
+    uint64_t seq;             /* of the newest line; 0: none yet */
+    char gone[KEEP_GONE][37]; /* destroyed instances, oldest first (a ring) */
+    size_t gone_head, n_gone;
 };
 
 /* ---- paths ---- */
@@ -135,6 +141,7 @@ zfd_logs *zfd_logs_open(const char *state_dir, uint64_t max_bytes, zf_log_level 
         free(lg);
         return NULL;
     }
+    snprintf(crash_dir, sizeof crash_dir, "%s", lg->dir);
     lg->max_bytes = max_bytes;
     lg->stderr_level = stderr_level;
     lg->keep_level = keep_level;
@@ -255,6 +262,25 @@ void zfd_logs_entry(void *arg, const zf_log_entry *e)
     pthread_mutex_unlock(&lg->mu);
 }
 
+/* Remove a destroyed instance's folder and its files. lg->mu held. */
+static void remove_folder(zfd_logs *lg, const char *uuid)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", lg->dir, uuid);
+    DIR *d = opendir(path);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char p[4400];
+        snprintf(p, sizeof p, "%s/%s", path, de->d_name);
+        unlink(p);
+    }
+    if (d)
+        closedir(d);
+    rmdir(path);
+}
+
 void zfd_logs_forget(zfd_logs *lg, const char *uuid)
 {
     pthread_mutex_lock(&lg->mu);
@@ -266,6 +292,15 @@ void zfd_logs_forget(zfd_logs *lg, const char *uuid)
         close(lg->files[i].fd);
         lg->files[i] = lg->files[--lg->n_files];
     }
+    /* The logs of the last KEEP_GONE destroyed instances stay readable; an
+     * older one's folder goes, so the disk used stays bounded. */
+    if (lg->n_gone == KEEP_GONE) {
+        remove_folder(lg, lg->gone[lg->gone_head]);
+        lg->gone_head = (lg->gone_head + 1) % KEEP_GONE;
+        lg->n_gone--;
+    }
+    snprintf(lg->gone[(lg->gone_head + lg->n_gone) % KEEP_GONE], 37, "%s", uuid);
+    lg->n_gone++;
     pthread_mutex_unlock(&lg->mu);
 }
 
@@ -277,6 +312,108 @@ bool zfd_logs_known(zfd_logs *lg, const char *uuid)
     snprintf(path, sizeof path, "%s/%s", lg->dir, uuid);
     struct stat st;
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* ---- the crash handler's line (async-signal-safe: no lock, no malloc,
+ * no stdio) ---- */
+
+static size_t put_s(char *b, size_t n, size_t k, const char *s, size_t len)
+{
+    for (size_t i = 0; i < len && s[i] && k + 1 < n; i++)
+        b[k++] = s[i];
+    return k;
+}
+
+static size_t put_u(char *b, size_t n, size_t k, unsigned long v, int width)
+{
+    char d[24];
+    int m = 0;
+    do
+        d[m++] = (char)('0' + v % 10);
+    while ((v /= 10) && m < 20);
+    while (m < width && m < 20)
+        d[m++] = '0';
+    while (m && k + 1 < n)
+        b[k++] = d[--m];
+    return k;
+}
+
+/* Days since 1970-01-01 to a civil date (the proleptic Gregorian calendar's
+ * era arithmetic; gmtime is not async-signal-safe). */
+static void civil(long z, long *y, unsigned *m, unsigned *d)
+{
+    z += 719468;
+    long era = (z >= 0 ? z : z - 146096) / 146097;
+    unsigned doe = (unsigned)(z - era * 146097);
+    unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    unsigned mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (long)yoe + era * 400 + (*m <= 2);
+}
+
+void zfd_logs_crash(const char *ctx, const char *msg, size_t len)
+{
+    /* ctx: "node 'ID' of instance UUID (NAME)" (zf_crash_context) */
+    static const char pre[] = "node '", mid[] = "' of instance ";
+    if (!crash_dir[0] || strncmp(ctx, pre, sizeof pre - 1) != 0)
+        return;
+    const char *id = ctx + sizeof pre - 1, *end = strstr(id, mid);
+    if (!end || strlen(end + sizeof mid - 1) < 36)
+        return;
+    const char *uuid = end + sizeof mid - 1;
+    char path[4096];
+    size_t k = put_s(path, sizeof path, 0, crash_dir, sizeof crash_dir);
+    k = put_s(path, sizeof path, k, "/", 1);
+    k = put_s(path, sizeof path, k, uuid, 36);
+    k = put_s(path, sizeof path, k, "/node-", 6);
+    static const char hex[] = "0123456789ABCDEF";
+    for (const unsigned char *p = (const unsigned char *)id;
+         p < (const unsigned char *)end && k + 4 < sizeof path; p++) {
+        bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+                     (*p >= '0' && *p <= '9') || *p == '.' || *p == '_' || *p == '-';
+        if (plain) {
+            path[k++] = (char)*p;
+        } else {
+            path[k++] = '%';
+            path[k++] = hex[*p >> 4];
+            path[k++] = hex[*p & 15];
+        }
+    }
+    k = put_s(path, sizeof path, k, ".log", 4);
+    path[k] = '\0';
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long y;
+    unsigned mo, d;
+    civil((long)(ts.tv_sec / 86400), &y, &mo, &d);
+    long sod = (long)(ts.tv_sec % 86400);
+    char line[1024];
+    size_t n = put_u(line, sizeof line, 0, (unsigned long)y, 4);
+    n = put_s(line, sizeof line, n, "-", 1);
+    n = put_u(line, sizeof line, n, mo, 2);
+    n = put_s(line, sizeof line, n, "-", 1);
+    n = put_u(line, sizeof line, n, d, 2);
+    n = put_s(line, sizeof line, n, "T", 1);
+    n = put_u(line, sizeof line, n, (unsigned long)(sod / 3600), 2);
+    n = put_s(line, sizeof line, n, ":", 1);
+    n = put_u(line, sizeof line, n, (unsigned long)(sod / 60 % 60), 2);
+    n = put_s(line, sizeof line, n, ":", 1);
+    n = put_u(line, sizeof line, n, (unsigned long)(sod % 60), 2);
+    n = put_s(line, sizeof line, n, ".", 1);
+    n = put_u(line, sizeof line, n, (unsigned long)(ts.tv_nsec / 1000), 6);
+    n = put_s(line, sizeof line, n, "Z error [node ", 14);
+    n = put_s(line, sizeof line, n, id, (size_t)(end - id));
+    n = put_s(line, sizeof line, n, "] ", 2);
+    n = put_s(line, sizeof line, n, msg, len);
+    line[n++] = '\n';
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd >= 0) {
+        ssize_t w = write(fd, line, n);
+        (void)w;
+        close(fd);
+    }
 }
 
 /* ---- reading ---- */

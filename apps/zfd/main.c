@@ -51,14 +51,16 @@ static void last_words(const char *what, long num, const char *then)
 {
     char line[768], ctx[400];
     size_t k = put(line, sizeof line, 0, "zfd: ");
+    size_t from = k; /* the node's log gets the line from here */
     k = put(line, sizeof line, k, what);
     if (num >= 0) {
         k = put(line, sizeof line, k, " (");
         k = put_num(line, sizeof line, k, num);
         k = put(line, sizeof line, k, ")");
     }
+    bool in_node = zf_crash_context(ctx, sizeof ctx) > 0;
     k = put(line, sizeof line, k, " in ");
-    k = put(line, sizeof line, k, zf_crash_context(ctx, sizeof ctx) ? ctx : "zfd's own code");
+    k = put(line, sizeof line, k, in_node ? ctx : "zfd's own code");
     k = put(line, sizeof line, k, " (pid ");
     k = put_num(line, sizeof line, k, (long)getpid());
     k = put(line, sizeof line, k, "); ");
@@ -66,6 +68,8 @@ static void last_words(const char *what, long num, const char *then)
     k = put(line, sizeof line, k, "\n");
     ssize_t w = write(STDERR_FILENO, line, k);
     (void)w;
+    if (in_node) /* and into that node's log file */
+        zfd_logs_crash(ctx, line + from, k - from - 1);
 }
 
 static void on_fatal(int sig)

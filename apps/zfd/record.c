@@ -80,6 +80,8 @@ char *zfd_record(zfd_daemon *d, zf_instance *inst, const char *uuid, const zf_re
             return zf_response_error(ZF_ENOTFOUND, "instance %s is not being recorded", uuid);
         return stopped(r);
     }
+    if (!d->state_dir)
+        return zf_response_error(ZF_ENOTFOUND, "this daemon has no state folder for recordings");
     if (!plain_name(req->file))
         return zf_response_error(ZF_EINVAL,
                                  "file: give a plain file name ([A-Za-z0-9._-], not starting with "

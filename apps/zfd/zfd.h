@@ -131,6 +131,9 @@ void zfd_logs_forget(zfd_logs *lg, const char *uuid);
 /* Whether uuid (a whole UUID) has a log folder: a destroyed instance's
  * logs can still be read. */
 bool zfd_logs_known(zfd_logs *lg, const char *uuid);
+/* From the crash handler (async-signal-safe): msg (len bytes, one line)
+ * into the log file of the node ctx names (zf_crash_context's text). */
+void zfd_logs_crash(const char *ctx, const char *msg, size_t len);
 /* The `logs` request's answer for instance uuid. */
 char *zfd_logs_query(zfd_logs *lg, const char *uuid, const zf_request *req);
 

@@ -207,6 +207,29 @@ ZT_CASE(rotation_keeps_the_size_bound)
     stop_zfd();
 }
 
+/* The folders of destroyed instances: the last 100 kept, older ones go. */
+ZT_CASE(destroyed_instances_logs_are_bounded)
+{
+    ZT_CHECK(start_zfd("gone", NULL));
+    char first[64] = "", last[64] = "";
+    for (int i = 0; i < 102; i++) {
+        const char *id = deploy(zt_fmt("g%03d", i), chatty_flow(0, "1s"));
+        ZT_CHECK(id);
+        snprintf(i == 0 ? first : last, 64, "%s", id);
+        char *out = NULL;
+        ZT_EQ(ctl(&out, "destroy", last[0] ? last : first, NULL), 0);
+        free(out);
+    }
+    struct stat st;
+    ZT_CHECK(stat(zt_fmt("%s/logs/%s", state, first), &st) != 0); /* the oldest went */
+    ZT_CHECK(stat(zt_fmt("%s/logs/%s/instance.log", state, last), &st) == 0);
+    char *out = NULL;
+    ZT_EQ(ctl(&out, "logs", last, "--grep", "stopped", NULL), 0);
+    ZT_EQ(count_lines(out, "[instance] stopped"), 1);
+    free(out);
+    stop_zfd();
+}
+
 /* A number of node `node` (or link into `to`) in `status`'s answer. */
 static double status_num(const char *id, const char *list, const char *key_field, const char *key,
                          const char *field)
@@ -477,6 +500,63 @@ ZT_CASE(zfd_records_into_its_folder)
     stop_zfd();
 }
 
+/* A node that crashes zfd: the crash handler's line lands in that node's
+ * log file too, readable by zfctl logs once a zfd runs again. */
+ZT_CASE(a_crash_is_in_the_node_log)
+{
+    ZT_CHECK(start_zfd("crash", NULL));
+    const char *y = zt_fmt("name: crash\n"
+                           "sources:\n"
+                           "  - id: src\n"
+                           "    library: \"%s/libt_gen.so\"\n"
+                           "    period: 10ms\n"
+                           "    outputs: [out]\n"
+                           "sinks:\n"
+                           "  - id: bad\n"
+                           "    library: \"%s/libt_faulty.so\"\n"
+                           "    configuration: {mode: segv}\n"
+                           "    inputs: [in]\n"
+                           "links:\n"
+                           "  - {from: {node: src, output: out}, to: {node: bad, input: in}}\n",
+                           nodes, nodes);
+    /* created first, started after: the crash cannot beat the UUID's answer */
+    const char *path = zt_tmp_path("crash.yaml");
+    FILE *f = fopen(path, "w");
+    ZT_CHECK(f);
+    fputs(y, f);
+    fclose(f);
+    char *out = NULL, uuid[64] = "";
+    ZT_EQ(ctl(&out, "deploy", path, "--no-start", NULL), 0);
+    snprintf(uuid, sizeof uuid, "%.36s", out);
+    free(out);
+    ctl(&out, "start", uuid, NULL); /* its answer may be lost with zfd */
+    free(out);
+    int st = 0;
+    bool died = false;
+    for (int i = 0; i < 500 && !died; i++) {
+        died = waitpid(zfd_pid, &st, WNOHANG) == zfd_pid;
+        if (!died)
+            zt_sleep_ms(10);
+    }
+    ZT_CHECK(died); /* in-process, the crash takes zfd with it */
+    zfd_pid = 0;
+    char buf[8192];
+    const char *text =
+        zt_read_file(zt_fmt("%s/logs/%s/node-bad.log", state, uuid), buf, sizeof buf);
+    fprintf(stderr, "  node-bad.log: %s", text);
+    ZT_CHECK(strstr(text, "error [node bad] fatal signal SIGSEGV (11) in node 'bad' of instance"));
+    /* the next zfd reads it back, by the UUID */
+    snprintf(sock, sizeof sock, "%s", zt_tmp_path("crash2.sock"));
+    zfd_pid = zt_zfd_spawn((char *const[]){zfd_bin, "--name", "edge_1", "--socket", sock,
+                                           "--state-dir", state, "--lib-path", nodes, NULL},
+                           zt_tmp_path("crash2.log"));
+    ZT_CHECK(zt_zfd_wait_socket(sock, 5000));
+    ZT_EQ(ctl(&out, "logs", uuid, "--node", "bad", "--level", "error", NULL), 0);
+    ZT_EQ(count_lines(out, "fatal signal SIGSEGV"), 1);
+    free(out);
+    stop_zfd();
+}
+
 /* In one process: a tap nobody reads never slows its link; it drops, says
  * how many, and keeps the first items it could take. */
 ZT_CASE(a_tap_that_falls_behind_drops_and_says_so)
@@ -527,7 +607,8 @@ ZT_CASE(a_tap_that_falls_behind_drops_and_says_so)
 
 ZT_MAIN(ZT_ENTRY(logs_filters_return_exactly_the_node_lines),
         ZT_ENTRY(follow_sees_a_new_line_within_a_second), ZT_ENTRY(rotation_keeps_the_size_bound),
+        ZT_ENTRY(destroyed_instances_logs_are_bounded),
         ZT_ENTRY(rates_follow_a_100hz_source_and_fall_after_suspend),
         ZT_ENTRY(top_once_and_full_screen_show_the_instance_and_its_nodes),
         ZT_ENTRY(echo_and_hz_through_zfd), ZT_ENTRY(zfd_records_into_its_folder),
-        ZT_ENTRY(a_tap_that_falls_behind_drops_and_says_so))
+        ZT_ENTRY(a_crash_is_in_the_node_log), ZT_ENTRY(a_tap_that_falls_behind_drops_and_says_so))
