@@ -5,20 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *text(const zf_config *c, const char *key)
-{
-    const char *s = NULL;
-    ZF_IGNORE(zf_config_string(c, key, "", &s));
-    return s ? s : "";
-}
-
-static long long number(const zf_config *c, const char *key)
-{
-    int64_t v = 0;
-    ZF_IGNORE(zf_config_int(c, key, 0, &v));
-    return (long long)v;
-}
-
 void print_cluster_workers_header(void)
 {
     printf("%-16s %-20s %-6s %10s %5s %9s %8s\n", "NAME", "HOST", "STATUS", "INSTANCES", "CPUS",
@@ -27,9 +13,9 @@ void print_cluster_workers_header(void)
 
 void print_cluster_worker(const zf_config *w)
 {
-    printf("%-16s %-20s %-6s %10lld %5lld %8.1fG %8lld\n", text(w, "name"), text(w, "host"),
-           text(w, "status"), number(w, "instances"), number(w, "cpus"),
-           (double)number(w, "memory") / (1024.0 * 1024 * 1024), number(w, "pid"));
+    printf("%-16s %-20s %-6s %10lld %5lld %8.1fG %8lld\n", cfg_str(w, "name"), cfg_str(w, "host"),
+           cfg_str(w, "status"), cfg_num(w, "instances"), cfg_num(w, "cpus"),
+           (double)cfg_num(w, "memory") / (1024.0 * 1024 * 1024), cfg_num(w, "pid"));
 }
 
 void print_cluster_destroy(const zf_config *r)
@@ -39,8 +25,8 @@ void print_cluster_destroy(const zf_config *r)
         const zf_config *w = zf_config_at(pw, i);
         printf("  worker %-16s bytes leaked %lld, remote links closed %lld, DDS entities left "
                "%lld\n",
-               text(w, "worker"), number(w, "bytes_leaked"), number(w, "remote_links_closed"),
-               number(w, "dds_entities_left"));
+               cfg_str(w, "worker"), cfg_num(w, "bytes_leaked"), cfg_num(w, "remote_links_closed"),
+               cfg_num(w, "dds_entities_left"));
     }
     const zf_config *un = zf_config_get(r, "unreachable");
     for (size_t i = 0; i < zf_config_len(un); i++)

@@ -181,36 +181,13 @@ const zf_config *daemon_call(const daemon_conn *a, zf_request *req, zf_config **
     return zf_config_get(*tree, "result");
 }
 
-/* A field of the daemon's answer, for display: one that is missing or of
- * another kind shows as the default (the result of the lookup is not needed). */
-static const char *str(const zf_config *c, const char *key)
-{
-    const char *s = NULL;
-    ZF_IGNORE(zf_config_string(c, key, "", &s));
-    return s ? s : "";
-}
-
-static long long num(const zf_config *c, const char *key)
-{
-    int64_t v = 0;
-    ZF_IGNORE(zf_config_int(c, key, 0, &v)); /* as str */
-    return (long long)v;
-}
-
-static double real(const zf_config *c, const char *key)
-{
-    double v = 0;
-    ZF_IGNORE(zf_config_float(c, key, 0, &v)); /* as str */
-    return v;
-}
-
 /* Whether instance e passes ls's --status and --name filters. */
 static bool ls_keeps(const daemon_args *a, const zf_config *e)
 {
     if (a->status_filter &&
-        strncasecmp(str(e, "status"), a->status_filter, strlen(a->status_filter)) != 0)
+        strncasecmp(cfg_str(e, "status"), a->status_filter, strlen(a->status_filter)) != 0)
         return false;
-    return !a->name_filter || fnmatch(a->name_filter, str(e, "name"), 0) == 0;
+    return !a->name_filter || fnmatch(a->name_filter, cfg_str(e, "name"), 0) == 0;
 }
 
 /* ls -o json: the answer's instances that pass the filters. */
@@ -243,11 +220,12 @@ static void print_ls(const daemon_args *a, const zf_config *r)
         for (size_t k = 0; k < zf_config_len(w); k++)
             snprintf(workers + strlen(workers), sizeof workers - strlen(workers), "%s%s",
                      k ? "," : "", zf_config_text(zf_config_at(w, k)));
-        snprintf(nodes, sizeof nodes, "%lld/%lld", num(e, "nodes_running"), num(e, "nodes"));
-        printf("%-36s  %-20s  %-28s  %-10s %5s %7.0fs %5.1f%% %9s\n", str(e, "uuid"),
-               str(e, "name"), str(e, "status"), workers, nodes, real(e, "uptime_s"),
-               100.0 * real(e, "cpu_1s"),
-               fmt_bytes((uint64_t)num(e, "mem_bytes"), mem, sizeof mem));
+        snprintf(nodes, sizeof nodes, "%lld/%lld", cfg_num(e, "nodes_running"),
+                 cfg_num(e, "nodes"));
+        printf("%-36s  %-20s  %-28s  %-10s %5s %7.0fs %5.1f%% %9s\n", cfg_str(e, "uuid"),
+               cfg_str(e, "name"), cfg_str(e, "status"), workers, nodes, cfg_real(e, "uptime_s"),
+               100.0 * cfg_real(e, "cpu_1s"),
+               fmt_bytes((uint64_t)cfg_num(e, "mem_bytes"), mem, sizeof mem));
     }
 }
 
@@ -256,21 +234,22 @@ static void print_report_json(const zf_config *rep)
     char a[32], b[32];
     printf("stop: %lld in flight at stop, %lld delivered during drain, %lld dropped, %lld "
            "release callbacks, drained in %.2f s%s\n",
-           num(rep, "in_flight_at_stop"), num(rep, "delivered_in_drain"), num(rep, "dropped"),
-           num(rep, "release_callbacks"), real(rep, "drain_s"),
-           zf_config_get(rep, "drain_timed_out") && !strcmp(str(rep, "drain_timed_out"), "true")
+           cfg_num(rep, "in_flight_at_stop"), cfg_num(rep, "delivered_in_drain"),
+           cfg_num(rep, "dropped"), cfg_num(rep, "release_callbacks"), cfg_real(rep, "drain_s"),
+           zf_config_get(rep, "drain_timed_out") && !strcmp(cfg_str(rep, "drain_timed_out"), "true")
                ? " (drain timeout reached)"
                : "");
-    printf("pool: %s freed, %s leaked\n", fmt_bytes((uint64_t)num(rep, "bytes_freed"), a, sizeof a),
-           fmt_bytes((uint64_t)num(rep, "bytes_leaked"), b, sizeof b));
-    if (num(rep, "child_deaths") || num(rep, "refs_reclaimed"))
+    printf("pool: %s freed, %s leaked\n",
+           fmt_bytes((uint64_t)cfg_num(rep, "bytes_freed"), a, sizeof a),
+           fmt_bytes((uint64_t)cfg_num(rep, "bytes_leaked"), b, sizeof b));
+    if (cfg_num(rep, "child_deaths") || cfg_num(rep, "refs_reclaimed"))
         printf("isolated processes: %lld died, %lld reference(s) (%s) reclaimed from them\n",
-               num(rep, "child_deaths"), num(rep, "refs_reclaimed"),
-               fmt_bytes((uint64_t)num(rep, "bytes_reclaimed"), a, sizeof a));
-    if (*str(rep, "held"))
-        printf("held: %s\n", str(rep, "held"));
-    printf("bytes leaked: %lld%s\n", num(rep, "bytes_leaked"),
-           num(rep, "bytes_leaked") ? " (LEAKED)" : " (nothing leaked)");
+               cfg_num(rep, "child_deaths"), cfg_num(rep, "refs_reclaimed"),
+               fmt_bytes((uint64_t)cfg_num(rep, "bytes_reclaimed"), a, sizeof a));
+    if (*cfg_str(rep, "held"))
+        printf("held: %s\n", cfg_str(rep, "held"));
+    printf("bytes leaked: %lld%s\n", cfg_num(rep, "bytes_leaked"),
+           cfg_num(rep, "bytes_leaked") ? " (LEAKED)" : " (nothing leaked)");
 }
 
 /* Threads the daemon left inside node code (they may burn a core). */
@@ -281,22 +260,23 @@ static void print_abandoned(const zf_config *list)
         bool alive = false;
         ZF_IGNORE(zf_config_bool(t, "alive", false, &alive)); /* as str */
         printf("  abandoned thread %lld: node '%s' of %s (%s), in %s, %.2f s CPU, %s\n",
-               num(t, "tid"), str(t, "node"), str(t, "instance_name"), str(t, "instance"),
-               str(t, "in"), real(t, "cpu_s"), alive ? "still alive" : "gone");
+               cfg_num(t, "tid"), cfg_str(t, "node"), cfg_str(t, "instance_name"),
+               cfg_str(t, "instance"), cfg_str(t, "in"), cfg_real(t, "cpu_s"),
+               alive ? "still alive" : "gone");
     }
 }
 
 static void print_status(const zf_config *r)
 {
     char a[32], b[32];
-    printf("instance  %s (%s)\n", str(r, "uuid"), str(r, "name"));
-    printf("status    %s for %.1f s (created %s, up %.1f s)\n", str(r, "status"),
-           real(r, "state_for_s"), str(r, "created"), real(r, "uptime_s"));
+    printf("instance  %s (%s)\n", cfg_str(r, "uuid"), cfg_str(r, "name"));
+    printf("status    %s for %.1f s (created %s, up %.1f s)\n", cfg_str(r, "status"),
+           cfg_real(r, "state_for_s"), cfg_str(r, "created"), cfg_real(r, "uptime_s"));
     const zf_config *pool = zf_config_get(r, "pool");
     printf("pool      %s in use, high water %s, %lld allocations, %lld refused\n",
-           fmt_bytes((uint64_t)num(pool, "bytes_in_use"), a, sizeof a),
-           fmt_bytes((uint64_t)num(pool, "bytes_high_water"), b, sizeof b),
-           num(pool, "allocations"), num(pool, "refused"));
+           fmt_bytes((uint64_t)cfg_num(pool, "bytes_in_use"), a, sizeof a),
+           fmt_bytes((uint64_t)cfg_num(pool, "bytes_high_water"), b, sizeof b),
+           cfg_num(pool, "allocations"), cfg_num(pool, "refused"));
     const zf_config *nodes = zf_config_get(r, "nodes");
     printf("nodes:\n  %-22s %-8s %-9s %-10s %10s %7s %8s %12s  %s\n", "ID", "KIND", "STATE",
            "WORKER", "CALLBACKS", "ERRORS", "RESTARTS", "PROGRESS", "REASON");
@@ -304,14 +284,15 @@ static void print_status(const zf_config *r)
         const zf_config *n = zf_config_at(nodes, i);
         char ago[32] = "never";
         if (zf_config_kind_of(zf_config_get(n, "last_progress_s_ago")) != ZF_CFG_NULL)
-            snprintf(ago, sizeof ago, "%.2f s ago", real(n, "last_progress_s_ago"));
-        printf("  %-22s %-8s %-9s %-10s %10lld %7lld %8lld %12s  %s", str(n, "id"), str(n, "kind"),
-               str(n, "state"), str(n, "worker"), num(n, "callbacks"), num(n, "errors"),
-               num(n, "restarts"), ago, str(n, "reason"));
+            snprintf(ago, sizeof ago, "%.2f s ago", cfg_real(n, "last_progress_s_ago"));
+        printf("  %-22s %-8s %-9s %-10s %10lld %7lld %8lld %12s  %s", cfg_str(n, "id"),
+               cfg_str(n, "kind"), cfg_str(n, "state"), cfg_str(n, "worker"),
+               cfg_num(n, "callbacks"), cfg_num(n, "errors"), cfg_num(n, "restarts"), ago,
+               cfg_str(n, "reason"));
         /* isolated nodes: their process and how it last ended */
-        if (num(n, "pid") > 0 || *str(n, "last_exit"))
-            printf("%s[pid %lld%s%s]", *str(n, "reason") ? " " : "", num(n, "pid"),
-                   *str(n, "last_exit") ? ", last exit: " : "", str(n, "last_exit"));
+        if (cfg_num(n, "pid") > 0 || *cfg_str(n, "last_exit"))
+            printf("%s[pid %lld%s%s]", *cfg_str(n, "reason") ? " " : "", cfg_num(n, "pid"),
+                   *cfg_str(n, "last_exit") ? ", last exit: " : "", cfg_str(n, "last_exit"));
         printf("\n");
     }
     const zf_config *links = zf_config_get(r, "links");
@@ -319,9 +300,9 @@ static void print_status(const zf_config *r)
            "DEPTH", "HIGH", "DROPPED", "MSGS/S");
     for (size_t i = 0; i < zf_config_len(links); i++) {
         const zf_config *l = zf_config_at(links, i);
-        printf("  %-26s %-26s %-11s %5lld %5lld %5lld %8lld %12.1f\n", str(l, "from"), str(l, "to"),
-               str(l, "policy"), num(l, "capacity"), num(l, "depth"), num(l, "high_water"),
-               num(l, "dropped"), real(l, "throughput_per_s"));
+        printf("  %-26s %-26s %-11s %5lld %5lld %5lld %8lld %12.1f\n", cfg_str(l, "from"),
+               cfg_str(l, "to"), cfg_str(l, "policy"), cfg_num(l, "capacity"), cfg_num(l, "depth"),
+               cfg_num(l, "high_water"), cfg_num(l, "dropped"), cfg_real(l, "throughput_per_s"));
     }
     print_abandoned(zf_config_get(r, "abandoned_threads"));
 }
@@ -332,11 +313,11 @@ static bool print_workers(const zf_config *r, const char *name)
     const zf_config *list = zf_config_get(r, "workers");
     bool found = false;
     for (size_t i = 0; name && i < zf_config_len(list); i++)
-        found = found || !strcmp(str(zf_config_at(list, i), "name"), name);
+        found = found || !strcmp(cfg_str(zf_config_at(list, i), "name"), name);
     if (name && !found) {
         fprintf(stderr, "zfctl workers: no worker named '%s' (", name);
         for (size_t i = 0; i < zf_config_len(list); i++)
-            fprintf(stderr, "%s'%s'", i ? ", " : "", str(zf_config_at(list, i), "name"));
+            fprintf(stderr, "%s'%s'", i ? ", " : "", cfg_str(zf_config_at(list, i), "name"));
         fprintf(stderr, " answered)\n");
         return false;
     }
@@ -347,13 +328,13 @@ static bool print_workers(const zf_config *r, const char *name)
         printf("%-16s %8s %10s %10s  %s\n", "NAME", "PID", "INSTANCES", "UPTIME", "ADDRESS");
     for (size_t i = 0; i < zf_config_len(list); i++) {
         const zf_config *w = zf_config_at(list, i);
-        if (name && strcmp(str(w, "name"), name))
+        if (name && strcmp(cfg_str(w, "name"), name))
             continue;
         if (cluster)
             print_cluster_worker(w);
         else
-            printf("%-16s %8lld %10lld %9.0fs  %s\n", str(w, "name"), num(w, "pid"),
-                   num(w, "instances"), real(w, "uptime_s"), str(w, "address"));
+            printf("%-16s %8lld %10lld %9.0fs  %s\n", cfg_str(w, "name"), cfg_num(w, "pid"),
+                   cfg_num(w, "instances"), cfg_real(w, "uptime_s"), cfg_str(w, "address"));
         print_abandoned(zf_config_get(w, "abandoned_threads"));
     }
     return true;
@@ -411,22 +392,22 @@ int cmd_daemon(int argc, char **argv)
         printf("%s\n", j ? j : "null");
         free(j);
     } else if (req.op == ZF_OP_DEPLOY) {
-        printf("%s\n", str(r, "uuid"));
+        printf("%s\n", cfg_str(r, "uuid"));
     } else if (req.op == ZF_OP_LIST) {
         print_ls(&a, r);
     } else if (req.op == ZF_OP_STATUS) {
         print_status(r);
     } else if (req.op == ZF_OP_DESTROY) {
-        printf("destroyed %s (%s)\n", str(r, "uuid"), str(r, "name"));
+        printf("destroyed %s (%s)\n", cfg_str(r, "uuid"), cfg_str(r, "name"));
         print_report_json(zf_config_get(r, "report"));
         print_cluster_destroy(r);
     } else if (req.op == ZF_OP_WORKERS) {
         if (!print_workers(r, a.id))
             rc = EXIT_FAIL;
     } else {
-        printf("%s %s\n", str(r, "uuid"), str(r, "state"));
+        printf("%s %s\n", cfg_str(r, "uuid"), cfg_str(r, "state"));
     }
-    if (req.op == ZF_OP_DESTROY && num(zf_config_get(r, "report"), "bytes_leaked"))
+    if (req.op == ZF_OP_DESTROY && cfg_num(zf_config_get(r, "report"), "bytes_leaked"))
         rc = EXIT_FAIL;
     zf_config_free(tree);
     return rc;

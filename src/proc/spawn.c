@@ -56,10 +56,10 @@ const char *zfi_host_path(void)
     const char *cands[] = {a, b, ZF_NODE_HOST_INSTALLED};
     for (size_t i = 0; i < ZFI_ARRAY_LEN(cands); i++)
         if (dir[0] || i == 2) {
-            if (executable(cands[i])) {
-                snprintf(host_path, sizeof host_path, "%s", cands[i]);
+            int k =
+                executable(cands[i]) ? snprintf(host_path, sizeof host_path, "%s", cands[i]) : -1;
+            if (k > 0 && (size_t)k < sizeof host_path) /* a longer path is not usable */
                 return host_path;
-            }
         }
     zfi_error(ZF_ENOTFOUND,
               "the node host zf-node-host is not installed: looked for %s, %s and %s (set "
