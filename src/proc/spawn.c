@@ -68,16 +68,36 @@ const char *zfi_host_path(void)
     return NULL;
 }
 
+static void close_pair(int p[2])
+{
+    for (int i = 0; i < 2; i++)
+        if (p[i] >= 0)
+            close(p[i]);
+}
+
 zf_err zfi_child_spawn(const char *label, zfi_child *out)
 {
     out->pid = -1;
-    out->pidfd = out->sock = -1;
+    out->pidfd = out->sock = out->out = out->err = -1;
     const char *host = zfi_host_path();
     if (!host)
         return ZF_ENOTFOUND;
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
-        return zfi_error(ZF_ESYS, "socketpair: %s", strerror(errno));
+    int sv[2], po[2] = {-1, -1}, pe[2] = {-1, -1};
+    if (pipe2(po, O_CLOEXEC) != 0 || pipe2(pe, O_CLOEXEC) != 0) {
+        zf_err pe_err = zfi_error(ZF_ESYS, "pipe2: %s", strerror(errno));
+        close_pair(po);
+        close_pair(pe);
+        return pe_err;
+    }
+    /* The runtime's ends never block its reader; the child's stay blocking. */
+    fcntl(po[0], F_SETFL, O_NONBLOCK);
+    fcntl(pe[0], F_SETFL, O_NONBLOCK);
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+        zf_err se = zfi_error(ZF_ESYS, "socketpair: %s", strerror(errno));
+        close_pair(po);
+        close_pair(pe);
+        return se;
+    }
     int bufsz = 1 << 20;
     setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof bufsz);
     setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &bufsz, sizeof bufsz);
@@ -86,6 +106,8 @@ zf_err zfi_child_spawn(const char *label, zfi_child *out)
     /* dup2 onto 3 clears close-on-exec for the child's copy; nothing else
      * of this process (a daemon's client sockets...) goes along. */
     posix_spawn_file_actions_adddup2(&fa, sv[1], 3);
+    posix_spawn_file_actions_adddup2(&fa, po[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, pe[1], 2);
     posix_spawn_file_actions_addclosefrom_np(&fa, 4);
     posix_spawnattr_t at;
     posix_spawnattr_init(&at);
@@ -102,8 +124,12 @@ zf_err zfi_child_spawn(const char *label, zfi_child *out)
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&at);
     close(sv[1]);
+    close(po[1]);
+    close(pe[1]);
     if (e != 0) {
         close(sv[0]);
+        close(po[0]);
+        close(pe[0]);
         return zfi_error(ZF_ESYS, "starting %s: %s", host, strerror(e));
     }
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -112,12 +138,16 @@ zf_err zfi_child_spawn(const char *label, zfi_child *out)
         kill(pid, SIGKILL);
         waitpid(pid, NULL, 0);
         close(sv[0]);
+        close(po[0]);
+        close(pe[0]);
         return zfi_error(ZF_ESYS, "pidfd_open: %s (Linux 5.3 or later is needed)", strerror(e));
     }
     fcntl(pidfd, F_SETFD, FD_CLOEXEC);
     out->pid = pid;
     out->pidfd = pidfd;
     out->sock = sv[0];
+    out->out = po[0];
+    out->err = pe[0];
     return ZF_OK;
 }
 
@@ -162,5 +192,9 @@ void zfi_child_close(zfi_child *c)
         close(c->sock);
     if (c->pidfd >= 0)
         close(c->pidfd);
-    c->sock = c->pidfd = -1;
+    if (c->out >= 0)
+        close(c->out);
+    if (c->err >= 0)
+        close(c->err);
+    c->sock = c->pidfd = c->out = c->err = -1;
 }

@@ -11,6 +11,8 @@ typedef struct zfi_child {
     pid_t pid;
     int pidfd; /* readable once the child has ended */
     int sock;  /* the runtime's end of the control channel */
+    int out;   /* read ends (non-blocking) of pipes that are the child's */
+    int err;   /* stdout and stderr; -1 once closed */
 } zfi_child;
 
 /* The node-host program: $ZF_NODE_HOST if set, else zf-node-host next to
@@ -19,8 +21,10 @@ typedef struct zfi_child {
  * if none is executable. The string is static. */
 const char *zfi_host_path(void);
 
-/* Start the host with the child's end of a fresh socket pair as fd 3 and
- * `label` (node and instance, for ps) as its argument. ZF_ESYS on failure. */
+/* Start the host with the child's end of a fresh socket pair as fd 3, pipes
+ * as its stdout and stderr (out->out, out->err: the caller reads them, so
+ * what the node prints lands in its log), and `label` (node and instance,
+ * for ps) as its argument. ZF_ESYS on failure (nothing left open). */
 zf_err zfi_child_spawn(const char *label, zfi_child *out);
 /* SIGKILL it (if it still runs); the pidfd makes this race-free. */
 void zfi_child_kill(const zfi_child *c);
@@ -28,7 +32,7 @@ void zfi_child_kill(const zfi_child *c);
  * "exited with status 3", "exited normally" into why; *failed unless it
  * exited with status 0. Blocks until it has ended. */
 void zfi_child_reap(zfi_child *c, char *why, size_t len, bool *failed, int *sig);
-/* Close what is left (the socket, the pidfd). */
+/* Close what is left (the socket, the pidfd, the output pipes). */
 void zfi_child_close(zfi_child *c);
 
 #endif

@@ -286,12 +286,69 @@ static void unref_one(void *arg, void *d)
     zf_data_unref(c);
 }
 
+/* What the child prints: lines of one stream, into its node's log. */
+typedef struct out_stream {
+    int fd;     /* the pipe's read end (the child's), -1 at its end */
+    int which;  /* 1 stdout, 2 stderr */
+    size_t len; /* bytes of a line not yet ended */
+    char buf[2048];
+} out_stream;
+
+/* Read what is there (the pipe is non-blocking); every whole line, and a
+ * line as long as the buffer, goes to the node's log. At the end of the
+ * stream (or an error) what is left goes too. */
+static void drain_stream(zf_node *n, out_stream *o)
+{
+    while (o->fd >= 0) {
+        ssize_t k = read(o->fd, o->buf + o->len, sizeof o->buf - o->len);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                return;
+            if (o->len)
+                zf_node_log_output(n, o->which, o->buf, o->len);
+            o->len = 0;
+            o->fd = -1; /* ended: the child closed it (or died) */
+            return;
+        }
+        o->len += (size_t)k;
+        size_t from = 0;
+        for (size_t i = 0; i < o->len; i++)
+            if (o->buf[i] == '\n') {
+                zf_node_log_output(n, o->which, o->buf + from, i - from);
+                from = i + 1;
+            }
+        if (from == 0 && o->len == sizeof o->buf) { /* a line longer than the buffer */
+            zf_node_log_output(n, o->which, o->buf, o->len);
+            from = o->len;
+        }
+        memmove(o->buf, o->buf + from, o->len - from);
+        o->len -= from;
+    }
+}
+
 static void *watch_main(void *arg)
 {
     zfi_iso *iso = arg;
-    struct pollfd p = {iso->child.pidfd, POLLIN, 0};
-    while (poll(&p, 1, -1) < 0 && errno == EINTR)
-        ;
+    out_stream so = {.fd = iso->child.out, .which = 1}, se = {.fd = iso->child.err, .which = 2};
+    for (;;) {
+        struct pollfd p[3] = {
+            {iso->child.pidfd, POLLIN, 0}, {so.fd, POLLIN, 0}, {se.fd, POLLIN, 0}};
+        int r = poll(p, 3, -1); /* a closed stream is -1: poll skips it */
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 || (p[0].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)))
+            break;
+        if (p[1].revents)
+            drain_stream(iso->n, &so);
+        if (p[2].revents)
+            drain_stream(iso->n, &se);
+    }
+    /* It ended: what it printed last is in the pipes (their writers are
+     * closed now, so this does not wait). */
+    drain_stream(iso->n, &so);
+    drain_stream(iso->n, &se);
     atomic_store(&iso->died_ns, now_ns());
     atomic_store(&iso->dead, true);
     zfi_evc_kick_shared(&iso->m.ctl->to_rt);

@@ -690,6 +690,11 @@ int zf_node_host_main(int argc, char **argv)
     (void)argc;
     (void)argv;
     H.sock = HOST_SOCK;
+    /* stdout and stderr are pipes into the node's log: a line reaches it
+     * when it is written, as on a terminal (Python's too). */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    setvbuf(stderr, NULL, _IOLBF, 0);
+    setenv("PYTHONUNBUFFERED", "1", 0);
     /* The runtime's thread that started it (its node's proxy thread, which
      * lives as long as the node) going away ends it too. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -131,6 +131,38 @@ ZT_CASE(logs_filters_return_exactly_the_node_lines)
     stop_zfd();
 }
 
+/* Isolated nodes: what they print to stdout and stderr is in their log,
+ * line by line, with the stream named. */
+ZT_CASE(an_isolated_node_output_is_in_its_log)
+{
+    const char *const iso[] = {"--isolate", NULL};
+    ZT_CHECK(start_zfd("iso-logs", iso));
+    const char *id = deploy("chat", zt_chatty_flow("chat", "100ms", "print: true"));
+    ZT_CHECK(id);
+    char *out = NULL;
+    size_t got = 0;
+    for (int i = 0; i < 100 && got < 2; i++) { /* up to 10 s for the child to start */
+        free(out);
+        out = NULL;
+        ZT_EQ(ctl(&out, "logs", "chat", "--node", "chatty", "--grep", "stdout-test", NULL), 0);
+        got = count_lines(out, NULL);
+        if (got < 2)
+            zt_sleep_ms(100);
+    }
+    ZT_EQ(got, 2);
+    ZT_CHECK(strstr(out, "info  [node chatty stdout] stdout-test: a line the node printed"));
+    ZT_CHECK(strstr(out, "[node chatty stdout] stdout-test: a second line, written in two parts"));
+    free(out);
+    ZT_EQ(ctl(&out, "logs", "chat", "--node", "chatty", "--grep", "stderr-test", NULL), 0);
+    ZT_EQ(count_lines(out, NULL), 1);
+    ZT_CHECK(
+        strstr(out, "warn  [node chatty stderr] stderr-test: a line the node wrote to stderr"));
+    free(out);
+    ZT_EQ(ctl(&out, "destroy", "chat", NULL), 0);
+    free(out);
+    stop_zfd();
+}
+
 ZT_CASE(follow_sees_a_new_line_within_a_second)
 {
     ZT_CHECK(start_zfd("follow", NULL));
@@ -606,6 +638,7 @@ ZT_CASE(a_tap_that_falls_behind_drops_and_says_so)
 }
 
 ZT_MAIN(ZT_ENTRY(logs_filters_return_exactly_the_node_lines),
+        ZT_ENTRY(an_isolated_node_output_is_in_its_log),
         ZT_ENTRY(follow_sees_a_new_line_within_a_second), ZT_ENTRY(rotation_keeps_the_size_bound),
         ZT_ENTRY(destroyed_instances_logs_are_bounded),
         ZT_ENTRY(rates_follow_a_100hz_source_and_fall_after_suspend),
