@@ -416,8 +416,17 @@ static enum step_result step_consumer(zf_node *n, bool *more)
     }
     if (atomic_load(&n->inst->halted))
         return STEP_OK;
-    for (size_t j = 0; j < n->n_in && !*more; j++)
+    /* The budget ended the step: more if an input has something; if every
+     * input has ended instead, the node is done now. (End of stream may have
+     * come before this step ran, its wake-up then finding the node queued:
+     * no other wake-up follows, so it must be seen here.) */
+    bool all_eos = n->n_in > 0;
+    for (size_t j = 0; j < n->n_in && !*more; j++) {
         *more = zfi_link_ready(n->in[j]);
+        all_eos = all_eos && !*more && zfi_link_drained(n->in[j]);
+    }
+    if (!*more && all_eos && (!n->iso || zfi_iso_eos(n)))
+        zfi_node_finish(n);
     return STEP_OK;
 }
 

@@ -294,6 +294,31 @@ ZT_CASE(stopping_a_never_started_instance_is_immediate)
     zf_flow_free(f);
 }
 
+/* End of stream that comes while a consumer waits in the run queue for its
+ * last capsule (large capsules: one fills a step's budget) is seen by that
+ * step: every stop drains at once, none waits for the drain timeout. */
+ZT_CASE(end_of_stream_behind_a_full_step_is_seen)
+{
+    setup();
+    zf_flow *f = zt_flow(chain("count: 3, size: 131072", "", "capacity: 4", ""), NULL, NULL, NULL);
+    zf_instance_options o = {.drain_timeout_ns = 1000000000};
+    int timed_out = 0;
+    for (int i = 0; i < 400 && !timed_out; i++) {
+        zf_instance *inst = NULL;
+        ZT_OK(zf_instance_create(rt, f, &o, NULL, &inst));
+        ZT_OK(zf_instance_start(inst));
+        if (i % 3)
+            zt_sleep_ms(i % 3); /* the stop lands before, during or after the last sends */
+        zf_stop_report r;
+        ZT_OK(zf_instance_stop(inst, &r));
+        timed_out += r.drain_timed_out;
+        ZT_EQ(r.bytes_leaked, 0);
+        zf_instance_destroy(inst);
+    }
+    ZT_EQ(timed_out, 0);
+    zf_flow_free(f);
+}
+
 /* A slow (not hung) node is waited for at stop, never abandoned, and runs
  * no callback once the instance is halted. */
 ZT_CASE(slow_nodes_are_waited_for_not_abandoned)
@@ -497,6 +522,7 @@ ZT_MAIN(ZT_ENTRY(pipeline_delivers_everything_in_order_without_copies),
         ZT_ENTRY(drop_oldest_link_sheds_and_stays_bounded),
         ZT_ENTRY(state_machine_refuses_bad_transitions),
         ZT_ENTRY(stopping_a_never_started_instance_is_immediate),
+        ZT_ENTRY(end_of_stream_behind_a_full_step_is_seen),
         ZT_ENTRY(slow_nodes_are_waited_for_not_abandoned),
         ZT_ENTRY(abandoned_mid_batch_leaks_nothing),
         ZT_ENTRY(hung_mid_batch_then_back_accounts_for_everything),
