@@ -262,11 +262,9 @@ void zfd_logs_entry(void *arg, const zf_log_entry *e)
     pthread_mutex_unlock(&lg->mu);
 }
 
-/* Remove a destroyed instance's folder and its files. lg->mu held. */
-static void remove_folder(zfd_logs *lg, const char *uuid)
+/* Call fn with the path of every file of an instance's folder (`path`). */
+static void each_file(const char *path, void (*fn)(const char *file, void *arg), void *arg)
 {
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", lg->dir, uuid);
     DIR *d = opendir(path);
     struct dirent *de;
     while (d && (de = readdir(d))) {
@@ -274,10 +272,24 @@ static void remove_folder(zfd_logs *lg, const char *uuid)
             continue;
         char p[4400];
         snprintf(p, sizeof p, "%s/%s", path, de->d_name);
-        unlink(p);
+        fn(p, arg);
     }
     if (d)
         closedir(d);
+}
+
+static void unlink_file(const char *file, void *arg)
+{
+    (void)arg;
+    unlink(file);
+}
+
+/* Remove a destroyed instance's folder and its files. lg->mu held. */
+static void remove_folder(zfd_logs *lg, const char *uuid)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", lg->dir, uuid);
+    each_file(path, unlink_file, NULL);
     rmdir(path);
 }
 
@@ -513,6 +525,17 @@ static void read_file(const char *path, const filter *fl, hist *h)
     fclose(f);
 }
 
+typedef struct read_ctx {
+    const filter *fl;
+    hist *h;
+} read_ctx;
+
+static void read_one(const char *file, void *arg)
+{
+    read_ctx *rc = arg;
+    read_file(file, rc->fl, rc->h);
+}
+
 typedef struct ranked {
     char *line;
     size_t at; /* its place as read: ties keep it */
@@ -539,17 +562,8 @@ static void read_history(zfd_logs *lg, const char *uuid, const filter *fl, hist 
         read_file(path, fl, h);
     } else {
         snprintf(path, sizeof path, "%s/%s", lg->dir, uuid);
-        DIR *d = opendir(path);
-        struct dirent *de;
-        while (d && (de = readdir(d))) {
-            if (de->d_name[0] == '.')
-                continue;
-            char p[4400];
-            snprintf(p, sizeof p, "%s/%s", path, de->d_name);
-            read_file(p, fl, h);
-        }
-        if (d)
-            closedir(d);
+        read_ctx rc = {fl, h};
+        each_file(path, read_one, &rc);
     }
     /* By time; lines of the same microsecond keep their file order. */
     ranked *r = h->n > 1 ? malloc(h->n * sizeof *r) : NULL;
