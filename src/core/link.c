@@ -246,6 +246,29 @@ static uint64_t depth_now(zf_link *l)
     return (t > h ? t - h : 0) + atomic_load_explicit(&l->spill_n, memory_order_relaxed);
 }
 
+/* The depth at one instant, for stats and the high water they record.
+ * depth_now reads head then tail: a producer that drops the oldest and
+ * pushes in between makes it count one capsule twice (a drop_oldest link
+ * at capacity 8 showed a high water of 9 under TSan). Here tail is read on
+ * both sides of head: equal, it did not move while head was read, so the
+ * difference was the ring's depth at that read. A producer that keeps
+ * moving it gets a few tries, then the ring's size bounds the answer. */
+static uint64_t depth_snapshot(zf_link *l)
+{
+    uint64_t t = atomic_load_explicit(&l->tail, memory_order_seq_cst), h = 0;
+    for (int tries = 0; tries < 16; tries++) {
+        h = atomic_load_explicit(&l->head, memory_order_seq_cst);
+        uint64_t t2 = atomic_load_explicit(&l->tail, memory_order_seq_cst);
+        if (t2 == t)
+            break;
+        t = t2;
+    }
+    uint64_t ring = t > h ? t - h : 0;
+    if (ring > l->mask + 1)
+        ring = l->mask + 1;
+    return ring + atomic_load_explicit(&l->spill_n, memory_order_relaxed);
+}
+
 static uint64_t bytes_now(zf_link *l)
 {
     uint64_t in = ld(&l->bytes_in) + ld(&l->bytes_in_x);
@@ -687,7 +710,7 @@ void zf_link_stats_get(const zf_link *cl, zf_link_stats *out)
     uint64_t delivered = ld(&l->delivered) + ld(&l->popped);
     uint64_t dropped = ld(&l->dropped);
     uint64_t spilled = ld(&l->spilled);
-    out->depth = depth_now(l);
+    out->depth = depth_snapshot(l);
     out->enqueued = atomic_load_explicit(&l->tail, memory_order_seq_cst) + spilled;
     out->dequeued = delivered;
     out->dropped = dropped;
