@@ -33,9 +33,12 @@ static int record_call(const daemon_conn *c, zf_request *req, bool json)
     } else if (r && req->start) {
         printf("recording %s to %s\n", cfg_str(r, "uuid"), cfg_str(r, "path"));
     } else if (r) {
-        printf("recorded %lld capsules (%lld bytes) to %s; %lld dropped%s\n", cfg_num(r, "records"),
-               cfg_num(r, "bytes"), cfg_str(r, "path"), cfg_num(r, "dropped"),
-               !strcmp(cfg_str(r, "limit_reached"), "true") ? " (size limit reached)" : "");
+        printf("recorded %lld capsules (%lld bytes) to %s; %lld dropped%s; writer CPU %.3f s in "
+               "%.3f s\n",
+               cfg_num(r, "records"), cfg_num(r, "bytes"), cfg_str(r, "path"),
+               cfg_num(r, "dropped"),
+               !strcmp(cfg_str(r, "limit_reached"), "true") ? " (size limit reached)" : "",
+               (double)cfg_num(r, "cpu_ns") / 1e9, (double)cfg_num(r, "elapsed_ns") / 1e9);
         if (cfg_num(r, "dropped"))
             rc = EXIT_FAIL; /* the recording has gaps */
     }

@@ -349,9 +349,11 @@ int cmd_run(int argc, char **argv)
             fprintf(stderr, "zfctl run: --record %s: %s\n", a.record, zf_last_error());
             rc_extra = EXIT_FAIL;
         }
-        printf("zflow: recorded %llu capsules (%llu bytes) to %s; %llu dropped%s\n",
+        printf("zflow: recorded %llu capsules (%llu bytes) to %s; %llu dropped%s; writer CPU "
+               "%.3f s in %.3f s\n",
                (unsigned long long)rs.records, (unsigned long long)rs.bytes, a.record,
-               (unsigned long long)rs.dropped, rs.limit_reached ? " (size limit reached)" : "");
+               (unsigned long long)rs.dropped, rs.limit_reached ? " (size limit reached)" : "",
+               (double)rs.cpu_ns / 1e9, (double)rs.elapsed_ns / 1e9);
     }
     if (replay) {
         uint64_t sent = 0, late = 0;

@@ -60,6 +60,8 @@ static char *stopped(recording *r)
         zf_json_put_uint(w, "bytes", st.bytes);
         zf_json_put_uint(w, "dropped", st.dropped);
         zf_json_put_bool(w, "limit_reached", st.limit_reached);
+        zf_json_put_uint(w, "cpu_ns", st.cpu_ns);
+        zf_json_put_uint(w, "elapsed_ns", st.elapsed_ns);
         zf_json_close(w);
         char *result = zf_json_writer_finish(w);
         resp = result ? zf_response_ok(result) : zf_response_error(ZF_ENOMEM, "out of memory");

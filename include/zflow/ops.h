@@ -166,11 +166,14 @@ typedef struct zf_recorder_options {
 } zf_recorder_options;
 
 typedef struct zf_recorder_stats {
-    uint64_t records;   /**< capsules written */
-    uint64_t bytes;     /**< the file's size */
-    uint64_t dropped;   /**< capsules the writer could not keep up with (not recorded) */
-    bool limit_reached; /**< max_bytes ended the recording */
-    zf_err error;       /**< a write error (ZF_ESYS), else ZF_OK */
+    uint64_t records;    /**< capsules written */
+    uint64_t bytes;      /**< the file's size */
+    uint64_t dropped;    /**< capsules the writer could not keep up with (not recorded) */
+    bool limit_reached;  /**< max_bytes ended the recording */
+    zf_err error;        /**< a write error (ZF_ESYS), else ZF_OK */
+    uint64_t cpu_ns;     /**< CPU time of the recorder's writer thread: what recording costs
+                              beyond the taps (mostly the kernel's copy into the file) */
+    uint64_t elapsed_ns; /**< from the start to the stop */
 } zf_recorder_stats;
 
 /** Start recording `inst` into `path` (created or truncated). The

@@ -100,9 +100,10 @@ struct zf_recorder {
     zfi_evc evc; /* the taps notify it */
     atomic_bool stop;
     pthread_t thread;
-    uint64_t dropped_closed; /* drops counted by taps closed early */
-    bool done;               /* its thread is over (under inst->mu) */
-    bool owned;              /* started for `record:` links: the instance stops it */
+    uint64_t dropped_closed;     /* drops counted by taps closed early */
+    uint64_t started_ns, cpu_ns; /* cpu_ns: the writer thread's, when it ends */
+    bool done;                   /* its thread is over (under inst->mu) */
+    bool owned;                  /* started for `record:` links: the instance stops it */
     struct zf_recorder *next_in_inst;
 };
 
@@ -174,6 +175,9 @@ static void *recorder_main(void *arg)
     }
     if (!writing)
         close_taps(r); /* the size limit or a write error: the producers go free */
+    struct timespec cpu;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+        r->cpu_ns = (uint64_t)cpu.tv_sec * 1000000000u + (uint64_t)cpu.tv_nsec;
     zf_instance *inst = r->inst;
     pthread_mutex_lock(&inst->mu);
     r->done = true; /* a stop waiting for its recorders (zfi_recorders_settle) */
@@ -299,6 +303,7 @@ zf_err zf_recorder_start(zf_instance *inst, const char *path, const zf_recorder_
     }
     r->written = HDR_FIXED + hlen;
     zf_free(hs);
+    r->started_ns = zf_clock_ns();
     int pe = pthread_create(&r->thread, NULL, recorder_main, r);
     if (pe != 0) {
         e = zfi_error(ZF_ESYS, "cannot start the recorder's thread: %s", strerror(pe));
@@ -350,7 +355,9 @@ zf_err zf_recorder_stop(zf_recorder *r, zf_recorder_stats *st)
     zf_recorder_stats s = {.records = r->records,
                            .bytes = r->written,
                            .limit_reached = r->limit_reached,
-                           .dropped = r->dropped_closed};
+                           .dropped = r->dropped_closed,
+                           .cpu_ns = r->cpu_ns,
+                           .elapsed_ns = zf_clock_ns() - r->started_ns};
     zf_err e = r->error;
     if (e == ZF_OK) {
         uint8_t end[REC_BYTES] = {0};
@@ -367,10 +374,12 @@ zf_err zf_recorder_stop(zf_recorder *r, zf_recorder_stats *st)
     }
     if (close(r->fd) != 0 && e == ZF_OK)
         e = zfi_error(ZF_ESYS, "closing %s: %s", r->path, strerror(errno));
-    zfi_log_at(&r->inst->origin, s.dropped ? ZF_LOG_WARN : ZF_LOG_INFO, "record",
-               "recorded %llu capsules (%llu bytes) to %s%s; %llu dropped",
-               (unsigned long long)s.records, (unsigned long long)s.bytes, r->path,
-               s.limit_reached ? " (size limit reached)" : "", (unsigned long long)s.dropped);
+    zfi_log_at(
+        &r->inst->origin, s.dropped ? ZF_LOG_WARN : ZF_LOG_INFO, "record",
+        "recorded %llu capsules (%llu bytes) to %s%s; %llu dropped; writer CPU %.3f s in %.3f s",
+        (unsigned long long)s.records, (unsigned long long)s.bytes, r->path,
+        s.limit_reached ? " (size limit reached)" : "", (unsigned long long)s.dropped,
+        (double)s.cpu_ns / 1e9, (double)s.elapsed_ns / 1e9);
     s.error = e;
     if (st)
         *st = s;

@@ -81,6 +81,7 @@ ZT_CASE(camera_recorded_2s_replays_frame_by_frame_at_its_pace)
             (unsigned long long)rs.dropped);
     ZT_EQ(rs.dropped, 0);
     ZT_CHECK(rs.records >= 100 && rs.records <= 130);
+    ZT_CHECK(rs.cpu_ns > 0 && rs.elapsed_ns >= 2000000000u); /* the writer's own cost, measured */
 
     /* the file: every frame whole (its pixels match its checksum) */
     zf_recording *r = NULL;
