@@ -9,6 +9,7 @@
 #include "../../examples/seed-pipeline/frame.h"
 
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define FRAME (256u << 10)
@@ -83,7 +84,14 @@ ZT_CASE(camera_recorded_2s_replays_frame_by_frame_at_its_pace)
     ZT_CHECK(rs.records >= 100 && rs.records <= 130);
     ZT_CHECK(rs.cpu_ns > 0 && rs.elapsed_ns >= 2000000000u); /* the writer's own cost, measured */
 
-    /* the file: every frame whole (its pixels match its checksum) */
+    /* the file: its size is what was written, and no space allocated ahead
+     * of the writes stays past its end */
+    struct stat fst;
+    ZT_EQ(stat(path, &fst), 0);
+    ZT_EQ((uint64_t)fst.st_size, rs.bytes);
+    ZT_CHECK((uint64_t)fst.st_blocks * 512u <= rs.bytes + (1u << 20));
+
+    /* every frame whole (its pixels match its checksum) */
     zf_recording *r = NULL;
     ZT_EQ(zf_recording_open(path, &r), ZF_OK);
     ZT_CHECK(!strcmp(zf_recording_flow(r), "seed-record"));
