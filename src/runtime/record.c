@@ -35,7 +35,6 @@
 #define REC_BYTES  32u         /* tag, link, seq, timestamp, len */
 #define MAX_LINKS  256u
 #define MAX_HEADER (1u << 20)
-#define EXTENT     (64u << 20) /* the file is allocated ahead in steps of this */
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -95,8 +94,6 @@ struct zf_recorder {
     size_t n;
     zf_tap **taps;
     uint64_t max_bytes, written, records, payload;
-    uint64_t extent;  /* the file's space allocated ahead (fallocate), 0: none */
-    bool no_prealloc; /* the file system refused fallocate */
     bool limit_reached;
     zf_err error;
     char why[256];
@@ -122,42 +119,6 @@ static void close_taps(zf_recorder *r)
     }
 }
 
-/* Allocate the file's space ahead of the writes, EXTENT at a time (the
- * size unchanged: a reader sees what was written). On a tmpfs with huge
- * pages a write into allocated space skips zeroing each new page before
- * copying into it, 4 to 8 times cheaper than a write that grows the file;
- * elsewhere it costs nothing measurable (docs/operations.md has the
- * figures). A file system without fallocate is written as it is. */
-static void allocate_ahead(zf_recorder *r, uint64_t end)
-{
-    if (r->no_prealloc || end <= r->extent)
-        return;
-    uint64_t to = (end + EXTENT - 1) / EXTENT * EXTENT;
-    if (r->max_bytes && to > r->max_bytes)
-        to = r->max_bytes;
-    if (to <= r->extent)
-        return;
-    uint64_t from = r->extent > r->written ? r->extent : r->written;
-    if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE, (off_t)from, (off_t)(to - from)) != 0) {
-        r->no_prealloc = true; /* EOPNOTSUPP, ENOSPC (the write then says so), ... */
-        return;
-    }
-    r->extent = to;
-}
-
-/* Give back what was allocated past the end of the file (its size is what
- * was written: KEEP_SIZE): truncating to its own size frees it (ext4,
- * tmpfs, xfs). Where it does not, the space goes with the file. */
-static void release_ahead(zf_recorder *r)
-{
-    struct stat st;
-    if (r->extent && fstat(r->fd, &st) == 0 && (uint64_t)st.st_size < r->extent &&
-        ftruncate(r->fd, st.st_size) != 0)
-        zfi_log(ZF_LOG_DEBUG, "record", "%s: the space allocated ahead stays: %s", r->path,
-                strerror(errno));
-    r->extent = 0;
-}
-
 /* Write one item; false on a write error or at the size limit. */
 static bool write_item(zf_recorder *r, uint32_t link, const zf_tap_item *it)
 {
@@ -166,7 +127,6 @@ static bool write_item(zf_recorder *r, uint32_t link, const zf_tap_item *it)
         r->limit_reached = true;
         return false;
     }
-    allocate_ahead(r, r->written + add + REC_BYTES);
     uint8_t h[REC_BYTES];
     put32(h, TAG_RECORD);
     put32(h + 4, link);
@@ -405,14 +365,11 @@ zf_err zf_recorder_stop(zf_recorder *r, zf_recorder_stats *st)
         put64(end + 8, r->records);
         put64(end + 16, r->payload);
         struct iovec v[1] = {{end, sizeof end}};
-        bool ok = write_all(r->fd, v, 1);
-        release_ahead(r);
-        if (!ok || fsync(r->fd) != 0)
+        if (!write_all(r->fd, v, 1) || fsync(r->fd) != 0)
             e = zfi_error(ZF_ESYS, "writing %s: %s", r->path, strerror(errno));
         else
             s.bytes += REC_BYTES;
     } else {
-        release_ahead(r);
         zfi_error(e, "%s", r->why);
     }
     if (close(r->fd) != 0 && e == ZF_OK)
