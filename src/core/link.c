@@ -438,8 +438,9 @@ static inline void after_push(zf_link *l)
 /* ---- push ---- */
 
 /* A capsule of len bytes is in: count it, refresh the high water, wake the
- * consumer. */
-static inline zf_err pushed(zf_link *l, uint64_t len, bool own)
+ * consumer. Inlined whole: called out of line, it cost the fast push 6
+ * more instructions of its 120 (callgrind, zf-bench stage). */
+static inline __attribute__((always_inline)) zf_err pushed(zf_link *l, uint64_t len, bool own)
 {
     if (own)
         bump(&l->bytes_in, len);
