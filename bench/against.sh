@@ -42,8 +42,9 @@ if command -v valgrind >/dev/null; then
     out=$(mktemp)
     valgrind --tool=callgrind --callgrind-out-file="$out" "$x" stage --sizes 64 --seconds 2 \
       >/dev/null 2>&1
-    tree=$(callgrind_annotate --tree=caller "$out" 2>/dev/null || true)
-    incl=$(callgrind_annotate --inclusive=yes "$out" 2>/dev/null || true)
+    # (from /: run inside a source tree, it shortens paths and loses callers)
+    tree=$(cd / && callgrind_annotate --tree=caller "$out" 2>/dev/null || true)
+    incl=$(cd / && callgrind_annotate --inclusive=yes "$out" 2>/dev/null || true)
     # the messages: the calls of the source's produce, on its caller's line
     msgs=$(awk '/\*  .*bench_source.c:src_produce/ {print prev; exit} {prev = $0}' <<<"$tree" |
       sed -n 's/.*(\([0-9,]*\)x).*/\1/p' | tr -d ,)
