@@ -73,8 +73,7 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
     n->in = zfi_calloc(n->n_in, sizeof *n->in);
     n->out = zfi_calloc(n->n_out, sizeof *n->out);
     n->err_times = zfi_calloc(n->max_errors, sizeof *n->err_times);
-    n->node_state = ZF_NODE_RUNNING;
-    n->state_since_ns = zf_clock_ns();
+    zfi_node_set_state(n, ZF_NODE_RUNNING, "%s", ""); /* no one else sees n yet */
     if (!n->in || !n->out || !n->err_times) {
         free_node(n);
         return zfi_error(ZF_ENOMEM, "out of memory");

@@ -367,8 +367,7 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
         if (n->iso)   /* its process stops producing; what it sent is forwarded */
             zfi_iso_stop_source(n, deadline);
         wait_left(inst, source_returned, &(source_wait){n, deadline});
-        n->done = true;
-        zfi_node_close_outputs(n);
+        zfi_node_finish(n);
     }
     /* 2. Drain until every sink has seen end of stream. A hung node may
      * still come back before the deadline; past it, it is cut out and the
@@ -385,10 +384,8 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
             pthread_mutex_unlock(&inst->mu);
             cut_out_hung(inst);
             for (size_t i = 0; i < inst->n_nodes; i++)
-                if (inst->nodes[i]->desc->bridge && inst->nodes[i]->decl->kind == ZF_SOURCE) {
-                    inst->nodes[i]->done = true; /* its remote producer never ended */
-                    zfi_node_close_outputs(inst->nodes[i]);
-                }
+                if (inst->nodes[i]->desc->bridge && inst->nodes[i]->decl->kind == ZF_SOURCE)
+                    zfi_node_finish(inst->nodes[i]); /* its remote producer never ended */
             pthread_mutex_lock(&inst->mu);
             cut = true;
             continue;
