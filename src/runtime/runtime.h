@@ -284,7 +284,6 @@ void zfi_node_returned_from_hang(zf_node *n);
  * fatal), wakes inst->cv and logs it at INFO with why. state_init sets
  * CREATED (at creation, before anyone else sees inst). */
 void zfi_instance_state_init(zf_instance *inst);
-bool zfi_instance_state_allowed(zf_instance_state from, zf_instance_state to);
 void zfi_instance_set_state(zf_instance *inst, zf_instance_state to, const char *why);
 
 /* A node's lifecycle (lifecycle.c). Its state and reason (inst->mu held). */

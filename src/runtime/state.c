@@ -6,8 +6,8 @@
  * Every change goes through zfi_instance_set_state, which refuses (as a
  * programmer error) a change the table does not allow, stamps the time,
  * wakes whoever waits on inst->cv and logs the change at INFO with its
- * reason. FAILED is in the public enum for the cluster's view of an instance
- * no worker reports; no local change leads to it. */
+ * reason. FAILED is reserved (docs/lifecycle.md): no change leads to it
+ * yet. */
 #include "runtime/runtime.h"
 
 #include <stdio.h>
@@ -30,7 +30,7 @@ void zfi_instance_state_init(zf_instance *inst)
     inst->state_since_ns = zf_clock_ns();
 }
 
-bool zfi_instance_state_allowed(zf_instance_state from, zf_instance_state to)
+static bool change_allowed(zf_instance_state from, zf_instance_state to)
 {
     return (unsigned)from < ZFI_ARRAY_LEN(allowed) && (unsigned)to < 32 &&
            (allowed[from] & BIT(to));
@@ -39,7 +39,7 @@ bool zfi_instance_state_allowed(zf_instance_state from, zf_instance_state to)
 void zfi_instance_set_state(zf_instance *inst, zf_instance_state to, const char *why)
 {
     zf_instance_state from = inst->state;
-    if (!zfi_instance_state_allowed(from, to))
+    if (!change_allowed(from, to))
         zfi_fatal("instance", "%s: no change from %s to %s (%s)", inst->uuid,
                   zf_instance_state_name(from), zf_instance_state_name(to), why);
     inst->state = to;
