@@ -12,7 +12,7 @@
 # status 0 either way (it reports; it does not judge).
 set -euo pipefail
 dir=${1:-src/runtime}
-command -v ctags >/dev/null || { echo "imports.sh: ctags is needed (scripts/deps.sh dev)" >&2; exit 1; }
+command -v ctags >/dev/null || { echo "imports.sh: ctags is needed (universal-ctags: scripts/deps.sh test)" >&2; exit 1; }
 files=$(find "$dir" -maxdepth 1 -name '*.c' | sort)
 [[ -n $files ]] || { echo "imports.sh: no .c file in $dir" >&2; exit 1; }
 # shellcheck disable=SC2086
