@@ -7,7 +7,7 @@ set -euo pipefail
 
 declare -A SETS=(
   [build]="build-essential cmake pkg-config libyaml-dev python3-dev cyclonedds-dev libsodium-dev libmicrohttpd-dev"
-  [test]="build-essential cmake pkg-config libyaml-dev python3-dev cyclonedds-dev libsodium-dev libmicrohttpd-dev python3-numpy clang libclang-rt-14-dev clang-format graphviz procps prometheus chromium tmux"
+  [test]="build-essential cmake pkg-config libyaml-dev python3-dev cyclonedds-dev libsodium-dev libmicrohttpd-dev python3-numpy clang libclang-rt-14-dev clang-format universal-ctags graphviz procps prometheus chromium tmux"
   [bench]="build-essential cmake pkg-config libyaml-dev python3-dev cyclonedds-dev libsodium-dev libmicrohttpd-dev gnuplot-nox libgstreamer1.0-dev gstreamer1.0-tools gstreamer1.0-plugins-base libiceoryx-binding-c-dev iceoryx"
 )
 

@@ -1,76 +1,15 @@
-/* The runtime object and instance creation: load every node, create the
- * links and the pool, init the nodes; start, suspend; statistics.
- * The graceful stop lives in stop.c. */
+/* Instances: creation (load every node, create the links and the pool,
+ * init the nodes), start, suspend, statistics, destroy and free. Above the
+ * stop (stop.c), the node lifecycle (lifecycle.c) and the scheduler: it
+ * calls them, they do not call it. Its state changes go through
+ * zfi_instance_set_state (state.c). */
 #include "runtime/runtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define DEFAULT_DRAIN_TIMEOUT_NS 2000000000LL
-
-/* ---- runtime ---- */
-
-zf_err zf_runtime_create(const zf_runtime_options *opt, zf_runtime **out)
-{
-    if (!out)
-        return zfi_error(ZF_EINVAL, "zf_runtime_create: out is NULL");
-    *out = NULL;
-    zf_runtime *rt = zfi_calloc(1, sizeof *rt);
-    if (!rt)
-        return zfi_error(ZF_ENOMEM, "zf_runtime_create: out of memory");
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    rt->target_workers = opt && opt->workers ? opt->workers : (unsigned)(cpus > 0 ? cpus : 1);
-    rt->worker_name = zfi_strdup(opt && opt->worker ? opt->worker : "local");
-    zfi_lock_init(&rt->q_mu);
-    pthread_mutex_init(&rt->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&rt->cv, &ca);
-    pthread_cond_init(&rt->timer_cv, &ca);
-    pthread_condattr_destroy(&ca);
-    zfi_log_set_origin_lookup(zfi_node_log_origin);
-    zf_err err = zfi_workers_start(rt);
-    if (err == ZF_OK)
-        err = zfi_timer_start(rt);
-    if (err != ZF_OK) {
-        zf_runtime_destroy(rt);
-        return err;
-    }
-    zfi_log(ZF_LOG_DEBUG, "runtime", "started %u workers", rt->target_workers);
-    *out = rt;
-    return ZF_OK;
-}
-
-void zf_runtime_destroy(zf_runtime *rt)
-{
-    if (!rt)
-        return;
-    for (;;) {
-        pthread_mutex_lock(&rt->mu);
-        zf_instance *inst = rt->instances;
-        pthread_mutex_unlock(&rt->mu);
-        if (!inst)
-            break;
-        zfi_log(ZF_LOG_WARN, "runtime", "instance %s still alive at runtime destroy: stopping it",
-                inst->uuid);
-        zf_instance_destroy(inst);
-    }
-    zfi_timer_stop(rt);
-    zfi_workers_stop(rt);
-    free(rt->q);
-    free(rt->worker_name);
-    zfi_abandoned_free_all(rt);
-    pthread_cond_destroy(&rt->timer_cv);
-    pthread_cond_destroy(&rt->cv);
-    /* Threads stuck in abandoned nodes never touch the runtime again, but
-     * they were counted under rt->mu: leave the mutexes be. */
-    if (rt->stuck_workers == 0)
-        pthread_mutex_destroy(&rt->mu);
-    free(rt);
-}
 
 /* ---- instance creation ---- */
 
@@ -87,6 +26,10 @@ static void free_node(zf_node *n)
     free(n->err_times);
     free(n);
 }
+
+/* What the layers below ask of a process-isolated node (isolated.c). */
+static const zfi_proxy iso_proxy = {
+    .room = zfi_iso_room, .eos = zfi_iso_eos, .watch = zfi_iso_watch, .fini = zfi_iso_fini};
 
 static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out)
 {
@@ -108,9 +51,11 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
     if (err == ZF_OK && !replaced) {
         if (builtin)
             err = zfi_builtin_node(nd, &n->lib, diag);
-        else if (nd->isolation == ZFI_ISOLATION_PROCESS || inst->isolate_all)
+        else if (nd->isolation == ZFI_ISOLATION_PROCESS || inst->isolate_all) {
             err = zfi_iso_create(n, diag); /* loaded in its own process */
-        else
+            if (err == ZF_OK)
+                n->proxy = &iso_proxy;
+        } else
             err = zfi_load_node(nd, inst->flow->file, inst->code_dirs, inst->n_code_dirs,
                                 inst->allow_writable_code, &n->lib, diag);
     }
@@ -128,8 +73,7 @@ static zf_err new_node(zf_instance *inst, size_t i, zf_diag *diag, zf_node **out
     n->in = zfi_calloc(n->n_in, sizeof *n->in);
     n->out = zfi_calloc(n->n_out, sizeof *n->out);
     n->err_times = zfi_calloc(n->max_errors, sizeof *n->err_times);
-    n->node_state = ZF_NODE_RUNNING;
-    n->state_since_ns = zf_clock_ns();
+    zfi_node_set_state(n, ZF_NODE_RUNNING, "%s", ""); /* no one else sees n yet */
     if (!n->in || !n->out || !n->err_times) {
         free_node(n);
         return zfi_error(ZF_ENOMEM, "out of memory");
@@ -272,44 +216,6 @@ static zf_err init_nodes(zf_instance *inst, zf_diag *diag)
     return err;
 }
 
-static void fini_node(zf_node *n, zf_stop_report *r)
-{
-    if (n->iso) { /* fini in its process, which then ends (killed past its bound) */
-        zfi_iso_fini(n);
-        n->initialized = false;
-        return;
-    }
-    if (!n->initialized || !n->decl->fini)
-        return;
-    zf_err ignored;
-    if (!zfi_lifecycle_call(n, true, &ignored)) {
-        double s = (double)zfi_lifecycle_bound_ns(n) / 1e9;
-        n->fini_abandoned = true;
-        if (r)
-            r->nodes_abandoned++;
-        pthread_mutex_lock(&n->inst->mu);
-        zfi_node_set_state(n, ZF_NODE_FAILED,
-                           "abandoned at stop: fini has not returned after %.1f s", s);
-        pthread_mutex_unlock(&n->inst->mu);
-        zfi_log(ZF_LOG_WARN, "instance",
-                "%s: node '%s': fini has not returned after %.1f s: abandoned (its thread is left "
-                "behind); the stop goes on",
-                n->inst->uuid, n->desc->id, s);
-        return;
-    }
-    n->initialized = false;
-}
-
-/* Fini every node in reverse topological order (sinks first). */
-void zfi_instance_fini_nodes(zf_instance *inst, zf_stop_report *r)
-{
-    for (size_t k = inst->n_nodes; k-- > 0;) {
-        zf_node *n = inst->nodes[inst->topo[k]];
-        if (!atomic_load(&n->abandoned))
-            fini_node(n, r);
-    }
-}
-
 /* Free everything (no abandoned node may reference it). */
 void zfi_instance_free(zf_instance *inst)
 {
@@ -331,6 +237,28 @@ void zfi_instance_free(zf_instance *inst)
     pthread_cond_destroy(&inst->cv);
     free(inst->name);
     free(inst);
+}
+
+/* The graceful stop (stop.c), then free. */
+void zf_instance_destroy(zf_instance *inst)
+{
+    if (!inst)
+        return;
+    /* ZF_OK for an instance: what went wrong is in inst->report, read below. */
+    ZF_IGNORE(zf_instance_stop(inst, NULL));
+    if (inst->report.nodes_abandoned) {
+        /* A node left inside a callback may still touch its links, its
+         * instance and its pool when it returns: keep them. */
+        zfi_log(ZF_LOG_WARN, "instance",
+                "%s: keeping the instance's memory for its %llu abandoned node(s)", inst->uuid,
+                (unsigned long long)inst->report.nodes_abandoned);
+        return;
+    }
+    /* A node of a stopped instance may still wait in the run queue or a
+     * worker's slot (it does nothing once popped: the instance is halted):
+     * free only when every node is idle (stop.c). */
+    zfi_instance_wait_idle(inst);
+    zfi_instance_free(inst);
 }
 
 /* Refuse a UUID a live instance of rt already has (a descriptor's `id`
@@ -373,8 +301,7 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&inst->cv, &ca);
     pthread_condattr_destroy(&ca);
-    inst->state = ZF_INSTANCE_CREATED;
-    inst->state_since_ns = zf_clock_ns();
+    zfi_instance_state_init(inst);
     zf_err err = ZF_OK;
     if (f->instance_id[0]) {
         pthread_mutex_lock(&rt->mu);
@@ -482,22 +409,6 @@ const char *zf_instance_name(const zf_instance *inst)
     return inst ? inst->name : NULL;
 }
 
-zf_instance_state zf_instance_state_get(const zf_instance *cinst)
-{
-    zf_instance *inst = (zf_instance *)cinst;
-    pthread_mutex_lock(&inst->mu);
-    zf_instance_state s = inst->state;
-    pthread_mutex_unlock(&inst->mu);
-    return s;
-}
-
-static void set_state(zf_instance *inst, zf_instance_state s)
-{
-    inst->state = s;
-    inst->state_since_ns = zf_clock_ns();
-    pthread_cond_broadcast(&inst->cv);
-}
-
 zf_err zf_instance_start(zf_instance *inst)
 {
     if (!inst)
@@ -511,7 +422,8 @@ zf_err zf_instance_start(zf_instance *inst)
                          "can start",
                          inst->uuid, zf_instance_state_name(s));
     }
-    set_state(inst, ZF_INSTANCE_RUNNING);
+    zfi_instance_set_state(inst, ZF_INSTANCE_RUNNING,
+                           s == ZF_INSTANCE_CREATED ? "started" : "resumed");
     atomic_store(&inst->sources_stopped, false);
     atomic_store(&inst->started, true);
     pthread_mutex_unlock(&inst->mu);
@@ -529,8 +441,6 @@ zf_err zf_instance_start(zf_instance *inst)
         if (n->decl->kind != ZF_SOURCE || n->desc->period_ns <= 0)
             zfi_node_notify(n); /* free-running sources, anything with input */
     }
-    zfi_log_at(&inst->origin, ZF_LOG_INFO, "instance", "%s %s",
-               s == ZF_INSTANCE_CREATED ? "started" : "resumed", inst->uuid);
     return ZF_OK;
 }
 
@@ -548,39 +458,12 @@ zf_err zf_instance_suspend(zf_instance *inst)
                          inst->uuid, zf_instance_state_name(s));
     }
     atomic_store(&inst->sources_stopped, true);
-    set_state(inst, ZF_INSTANCE_SUSPENDED);
+    zfi_instance_set_state(inst, ZF_INSTANCE_SUSPENDED, "suspended: sources wait");
     pthread_mutex_unlock(&inst->mu);
     for (size_t i = 0; i < inst->n_nodes; i++)
         if (inst->nodes[i]->iso) /* its process's sources wait */
             zfi_iso_suspend(inst->nodes[i]);
-    zfi_log_at(&inst->origin, ZF_LOG_INFO, "instance", "suspended %s", inst->uuid);
     return ZF_OK;
-}
-
-/* ---- end of stream ---- */
-
-void zfi_node_close_outputs(zf_node *n)
-{
-    pthread_mutex_lock(&n->inst->mu);
-    bool was = n->outputs_closed;
-    n->outputs_closed = true;
-    if (n->done && n->node_state == ZF_NODE_RUNNING)
-        zfi_node_set_state(n, ZF_NODE_DONE, "%s", "end of stream");
-    pthread_mutex_unlock(&n->inst->mu);
-    if (was)
-        return;
-    for (size_t o = 0; o < n->n_out; o++)
-        for (size_t k = 0; k < n->out[o].n; k++)
-            zf_link_close(n->out[o].links[k]);
-}
-
-void zfi_instance_sink_done(zf_instance *inst)
-{
-    pthread_mutex_lock(&inst->mu);
-    if (inst->sinks_left)
-        inst->sinks_left--;
-    pthread_cond_broadcast(&inst->cv);
-    pthread_mutex_unlock(&inst->mu);
 }
 
 /* ---- statistics ---- */

@@ -1,10 +1,18 @@
-/* init and fini, bounded like callbacks: each runs on a thread of its own,
- * and the caller waits at most ten times the node's hang_timeout (10 s by
- * default). One that has not returned by then is abandoned: its thread is
- * left behind (recorded with the runtime's abandoned threads), the node is
- * never freed, and the caller goes on (the instance fails to create, or
- * the stop completes). Abandoned threads of every kind are listed by
- * zf_runtime_abandoned. */
+/* A node's lifecycle, in one file: its states (RUNNING, DEGRADED, DONE,
+ * FAILED) with their reasons, degrading and recovering (the breaker on its
+ * inputs), end of stream (closing its outputs, a sink done), init and fini
+ * bounded like callbacks, and the threads left behind in node code.
+ *
+ * The scheduler, the watchdog, stop and the isolated nodes' proxy call in
+ * here; this file calls none of them (a node that runs elsewhere is reached
+ * through n->proxy, set by the instance that created it).
+ *
+ * init and fini each run on a thread of their own, and the caller waits at
+ * most ten times the node's hang_timeout (10 s by default). One that has
+ * not returned by then is abandoned: its thread is left behind (recorded
+ * with the runtime's abandoned threads), the node is never freed, and the
+ * caller goes on (the instance fails to create, or the stop completes).
+ * Abandoned threads of every kind are listed by zf_runtime_abandoned. */
 #include "runtime/runtime.h"
 
 #include <errno.h>
@@ -21,6 +29,94 @@ int zfi_tid_slow(void)
 {
     zfi_tls_tid = (int)syscall(SYS_gettid);
     return zfi_tls_tid;
+}
+
+/* ---- states ---- */
+
+void zfi_node_set_state(zf_node *n, zf_node_state s, const char *fmt, ...)
+{
+    /* inst->mu held */
+    n->node_state = s;
+    n->state_since_ns = zf_clock_ns();
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(n->reason, sizeof n->reason, fmt, ap);
+    va_end(ap);
+}
+
+static void set_breakers(zf_node *n, bool open)
+{
+    for (size_t i = 0; i < n->n_in; i++)
+        zfi_link_set_breaker(n->in[i], open);
+}
+
+/* Apply a change of the degraded bits; inst->mu held. */
+void zfi_node_degrade(zf_node *n, int bit, const char *reason)
+{
+    int before = atomic_fetch_or(&n->degraded, bit);
+    if (before & bit)
+        return;
+    if (n->node_state == ZF_NODE_RUNNING || n->node_state == ZF_NODE_DEGRADED) {
+        if (!before)
+            atomic_fetch_add(&n->degraded_count, 1);
+        zfi_node_set_state(n, ZF_NODE_DEGRADED, "%s", reason);
+    }
+    zfi_log_at(&n->origin, ZF_LOG_WARN, "watchdog",
+               "instance %s: node '%s' DEGRADED: %s; its inputs shed load", n->inst->uuid,
+               n->desc->id, reason);
+    if (!before)
+        set_breakers(n, true);
+    if (bit & ZFI_DEG_HUNG) /* a stop waiting for its callback may give up now */
+        zfi_evc_notify(&n->inst->rt->left);
+}
+
+void zfi_node_recover(zf_node *n, int bit, const char *what)
+{
+    int before = atomic_fetch_and(&n->degraded, ~bit);
+    if (!(before & bit) || (before & ~bit))
+        return; /* not degraded for this reason, or still for another */
+    if (n->node_state == ZF_NODE_DEGRADED)
+        zfi_node_set_state(n, ZF_NODE_RUNNING, "%s", "");
+    set_breakers(n, false);
+    zfi_log_at(&n->origin, ZF_LOG_INFO, "watchdog", "instance %s: node '%s' RUNNING again (%s)",
+               n->inst->uuid, n->desc->id, what);
+}
+
+/* ---- end of stream ---- */
+
+void zfi_node_close_outputs(zf_node *n)
+{
+    pthread_mutex_lock(&n->inst->mu);
+    bool was = n->outputs_closed;
+    n->outputs_closed = true;
+    if (n->done && n->node_state == ZF_NODE_RUNNING)
+        zfi_node_set_state(n, ZF_NODE_DONE, "%s", "end of stream");
+    pthread_mutex_unlock(&n->inst->mu);
+    if (was)
+        return;
+    for (size_t o = 0; o < n->n_out; o++)
+        for (size_t k = 0; k < n->out[o].n; k++)
+            zf_link_close(n->out[o].links[k]);
+}
+
+void zfi_instance_sink_done(zf_instance *inst)
+{
+    pthread_mutex_lock(&inst->mu);
+    if (inst->sinks_left)
+        inst->sinks_left--;
+    pthread_cond_broadcast(&inst->cv);
+    pthread_mutex_unlock(&inst->mu);
+}
+
+/* Every input saw end of stream: the node is done; end of stream flows on.
+ * (Stop may mark a hung node done concurrently: once only.) */
+void zfi_node_finish(zf_node *n)
+{
+    if (atomic_exchange(&n->done, true))
+        return;
+    zfi_node_close_outputs(n);
+    if (n->decl->kind == ZF_SINK)
+        zfi_instance_sink_done(n->inst);
 }
 
 /* ---- the abandoned threads ---- */
@@ -202,6 +298,46 @@ bool zfi_lifecycle_call(zf_node *n, bool fini, zf_err *result)
         zfi_abandoned_add(n, fini ? "fini" : "init", tid);
     }
     return done;
+}
+
+/* ---- fini of every node ---- */
+
+static void fini_node(zf_node *n, zf_stop_report *r)
+{
+    if (n->proxy) { /* fini in its process, which then ends (killed past its bound) */
+        n->proxy->fini(n);
+        n->initialized = false;
+        return;
+    }
+    if (!n->initialized || !n->decl->fini)
+        return;
+    zf_err ignored;
+    if (!zfi_lifecycle_call(n, true, &ignored)) {
+        double s = (double)zfi_lifecycle_bound_ns(n) / 1e9;
+        n->fini_abandoned = true;
+        if (r)
+            r->nodes_abandoned++;
+        pthread_mutex_lock(&n->inst->mu);
+        zfi_node_set_state(n, ZF_NODE_FAILED,
+                           "abandoned at stop: fini has not returned after %.1f s", s);
+        pthread_mutex_unlock(&n->inst->mu);
+        zfi_log(ZF_LOG_WARN, "instance",
+                "%s: node '%s': fini has not returned after %.1f s: abandoned (its thread is left "
+                "behind); the stop goes on",
+                n->inst->uuid, n->desc->id, s);
+        return;
+    }
+    n->initialized = false;
+}
+
+/* Fini every node in reverse topological order (sinks first). */
+void zfi_instance_fini_nodes(zf_instance *inst, zf_stop_report *r)
+{
+    for (size_t k = inst->n_nodes; k-- > 0;) {
+        zf_node *n = inst->nodes[inst->topo[k]];
+        if (!atomic_load(&n->abandoned))
+            fini_node(n, r);
+    }
 }
 
 /* ---- the crash context ---- */

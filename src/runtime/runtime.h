@@ -44,6 +44,17 @@ typedef struct zfi_out {
 
 typedef struct zfi_iso zfi_iso; /* a process-isolated node's proxy (isolated.c) */
 
+/* What the scheduler, the watchdog and the node lifecycle ask of a node
+ * whose code runs elsewhere (a process-isolated node: isolated.c). The
+ * instance that creates the node sets it, so these lower layers reach the
+ * proxy without calling up into it. */
+typedef struct zfi_proxy {
+    bool (*room)(zf_node *n);                /* may another capsule be handed to it now? */
+    bool (*eos)(zf_node *n);                 /* every input ended: has it drained? */
+    void (*watch)(zf_node *n, uint64_t now); /* the watchdog's look (timer thread) */
+    void (*fini)(zf_node *n);                /* fini there, bounded; its process ends */
+} zfi_proxy;
+
 typedef struct zfi_loaded {
     void *dl;                  /* dlopen handle (NULL for built-ins) */
     zf_host_free_fn host_free; /* a language host's declaration: free it */
@@ -59,8 +70,9 @@ struct zf_node {
     zfi_loaded lib;
     const zf_node_decl *decl;
     void *state;
-    zfi_iso *iso; /* isolation: process: the proxy (the runtime's side) */
-    void *host;   /* in a node host: the child's side (node_host.c) */
+    zfi_iso *iso;           /* isolation: process: the proxy (the runtime's side) */
+    const zfi_proxy *proxy; /* set with iso, once its process started */
+    void *host;             /* in a node host: the child's side (node_host.c) */
     bool initialized;
     bool fini_abandoned; /* its fini outlived its bound */
 
@@ -149,7 +161,7 @@ struct zf_instance {
     struct zf_instance *next_in_rt; /* runtime's list (under rt->mu) */
 };
 
-/* ---- the runtime (sched.c, timer.c) ---- */
+/* ---- the runtime (runtime.c; its workers sched.c, its timer timer.c) ---- */
 
 typedef struct zfi_worker zfi_worker;
 
@@ -192,6 +204,12 @@ struct zf_runtime {
     bool timer_started;
     pthread_cond_t timer_cv;
     bool timer_stop;
+
+    /* A worker left a node (it is idle or queued again), or a node was
+     * found hung: stop and destroy wait here for their instance's nodes
+     * (stop.c). On a line of its own: every worker reads it when it leaves
+     * a node; only a waiting stop writes it. */
+    _Alignas(ZFI_CACHELINE) zfi_evc left;
 };
 
 /* This thread's kernel id (lifecycle.c), cached per thread. */
@@ -253,17 +271,26 @@ void zfi_timer_stop(zf_runtime *rt);
 /* Wake the timer thread (an instance started or changed). */
 void zfi_timer_kick(zf_runtime *rt);
 
-/* Node state changes (watchdog.c). The scan runs on the timer thread with
- * rt->mu held. */
+/* The watchdog (watchdog.c): hangs and errors. The scan runs on the timer
+ * thread with rt->mu held. */
 void zfi_watchdog_scan(zf_instance *inst, uint64_t now);
 void zfi_node_error(zf_node *n, zf_err err, const char *what);
 void zfi_node_success(zf_node *n, uint64_t now);
 void zfi_node_returned_from_hang(zf_node *n);
-void zfi_node_set_state(zf_node *n, zf_node_state s, const char *fmt, ...) ZF_PRINTF(3, 4);
 
+/* The instance's state machine (state.c): every change of inst->state goes
+ * through zfi_instance_set_state (inst->mu held), which checks it against
+ * the table of allowed changes (a disallowed one is a programmer error:
+ * fatal), wakes inst->cv and logs it at INFO with why. state_init sets
+ * CREATED (at creation, before anyone else sees inst). */
+void zfi_instance_state_init(zf_instance *inst);
+void zfi_instance_set_state(zf_instance *inst, zf_instance_state to, const char *why);
+
+/* A node's lifecycle (lifecycle.c). Its state and reason (inst->mu held). */
+void zfi_node_set_state(zf_node *n, zf_node_state s, const char *fmt, ...) ZF_PRINTF(3, 4);
 /* Every input saw end of stream: mark n done, close its outputs, count a
- * sink done; once only (sched.c). A system sink taking from its links on
- * its own thread calls it when it saw end of stream. */
+ * sink done; once only. The scheduler calls it; so does a system sink
+ * taking from its links on its own thread when it saw end of stream. */
 void zfi_node_finish(zf_node *n);
 /* A built-in node (nd->builtin, or one registered as nd->builtin_name): its
  * declaration, ports mapped one to one (loader.c). ZF_ENOTFOUND (not
@@ -274,16 +301,19 @@ zf_err zfi_builtin_node(const zfi_node *nd, zfi_loaded *out, zf_diag *diag);
  * free_decl releases when the node is unloaded. */
 typedef const zf_node_decl *(*zfi_builtin_make)(const zfi_node *nd);
 void zfi_builtin_register(const char *name, zfi_builtin_make make, zf_host_free_fn free_decl);
-/* Close a node's outputs (end of stream downstream). */
+/* Close a node's outputs (end of stream downstream; lifecycle.c). */
 void zfi_node_close_outputs(zf_node *n);
-/* Sinks: one more saw end of stream (instance.c). */
+/* Sinks: one more saw end of stream (lifecycle.c). */
 void zfi_instance_sink_done(zf_instance *inst);
 /* Fini every initialized, non-abandoned node, sinks first, each bounded
- * (zfi_lifecycle_call); one abandoned is counted in r (may be NULL) and
- * named in the log (instance.c). */
+ * (zfi_lifecycle_call; an isolated one through its proxy); one abandoned
+ * is counted in r (may be NULL) and named in the log (lifecycle.c). */
 void zfi_instance_fini_nodes(zf_instance *inst, zf_stop_report *r);
 /* Free the instance and everything it owns (instance.c). */
 void zfi_instance_free(zf_instance *inst);
+/* After its stop: wait until no node of inst is queued or running (a
+ * worker leaving a node wakes it), so that it may be freed (stop.c). */
+void zfi_instance_wait_idle(zf_instance *inst);
 
 /* Loader (loader.c). */
 /* Load node nd's code. It must be a regular file. With code_dirs
@@ -358,8 +388,8 @@ void zfi_node_hung(zf_node *n, const char *why);
 void zfi_node_killed_at_stop(zf_node *n, const char *why);
 /* A failed callback reported with its message (watchdog.c). */
 void zfi_node_error_msg(zf_node *n, zf_err err, const char *what, const char *msg);
-/* Degrade or recover for a reason (ZFI_DEG_*), logging it (watchdog.c);
- * inst->mu held. */
+/* Degrade or recover for a reason (ZFI_DEG_*), logging it (lifecycle.c);
+ * inst->mu held. A hang also wakes a stop waiting on rt->left. */
 void zfi_node_degrade(zf_node *n, int bit, const char *reason);
 void zfi_node_recover(zf_node *n, int bit, const char *what);
 

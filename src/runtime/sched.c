@@ -260,7 +260,7 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d, uint64_t *n
         err = ZF_OK; /* sending while the instance stops: not the node's fault */
     if (err != ZF_OK)
         zfi_node_error(n, err, d ? "on_input" : "produce");
-    else if (atomic_load_explicit(&n->degraded, memory_order_relaxed) && !n->iso)
+    else if (atomic_load_explicit(&n->degraded, memory_order_relaxed) && !n->proxy)
         zfi_node_success(n, t1); /* (an isolated node's proxy thread judges its own) */
     return was_hung ? STEP_RETIRE : STEP_OK;
 }
@@ -281,17 +281,6 @@ static void unpark(zf_node *n)
     if (n->parked_on)
         zfi_link_add_blocked(n->parked_on, zf_clock_ns() - n->parked_since);
     n->parked_on = NULL;
-}
-
-/* Every input saw end of stream: the node is done; end of stream flows on.
- * (Stop may mark a hung node done concurrently: once only.) */
-void zfi_node_finish(zf_node *n)
-{
-    if (atomic_exchange(&n->done, true))
-        return;
-    zfi_node_close_outputs(n);
-    if (n->decl->kind == ZF_SINK)
-        zfi_instance_sink_done(n->inst);
 }
 
 /* What the source sent made a node ready in this worker's run-next slot
@@ -370,7 +359,7 @@ static enum step_result step_consumer(zf_node *n, bool *more)
         if (atomic_load_explicit(&n->parked, memory_order_relaxed) ||
             atomic_load_explicit(&n->inst->halted, memory_order_relaxed))
             break;
-        if (n->iso && !zfi_iso_room(n))
+        if (n->proxy && !n->proxy->room(n))
             return STEP_OK; /* its process's rings are full: notified when not */
         zf_data *d = NULL;
         size_t port = 0;
@@ -386,7 +375,7 @@ static enum step_result step_consumer(zf_node *n, bool *more)
         if (!d) {
             /* An isolated node is done once its process drained its rings
              * (it notifies the node then). */
-            if (all_eos && (!n->iso || zfi_iso_eos(n)))
+            if (all_eos && (!n->proxy || n->proxy->eos(n)))
                 zfi_node_finish(n);
             return STEP_OK;
         }
@@ -425,14 +414,14 @@ static enum step_result step_consumer(zf_node *n, bool *more)
         *more = zfi_link_ready(n->in[j]);
         all_eos = all_eos && !*more && zfi_link_drained(n->in[j]);
     }
-    if (!*more && all_eos && (!n->iso || zfi_iso_eos(n)))
+    if (!*more && all_eos && (!n->proxy || n->proxy->eos(n)))
         zfi_node_finish(n);
     return STEP_OK;
 }
 
 /* Run a node until it has nothing to do, then leave it idle (or queue it
- * again, after the others, when it still has work). Returns false when the
- * node was abandoned during a callback. */
+ * again, after the others, when it still has work), notifying rt->left.
+ * Returns false when the node was abandoned during a callback. */
 static bool run_node(zf_node *n)
 {
     zf_instance *inst = n->inst;
@@ -453,6 +442,7 @@ static bool run_node(zf_node *n)
                     /* this thread goes: the node runs on another worker */
                     atomic_store(&n->sched, ZFI_QUEUED);
                     runq_push(rt, n);
+                    zfi_evc_notify(&rt->left);
                     return true;
                 }
             }
@@ -460,11 +450,16 @@ static bool run_node(zf_node *n)
         if (more) {
             atomic_store(&n->sched, ZFI_QUEUED);
             runq_push(rt, n);
+            zfi_evc_notify(&rt->left);
             return true;
         }
         int expect = ZFI_RUNNING;
-        if (atomic_compare_exchange_strong(&n->sched, &expect, ZFI_IDLE))
-            return true;                      /* n may not be touched after this */
+        if (atomic_compare_exchange_strong(&n->sched, &expect, ZFI_IDLE)) {
+            /* n may not be touched after this; a stop or destroy waiting
+             * for its nodes to be left is told (one load when none waits) */
+            zfi_evc_notify(&rt->left);
+            return true;
+        }
         atomic_store(&n->sched, ZFI_RUNNING); /* notified while running: again */
     }
 }

@@ -10,14 +10,19 @@
  *    freed, so it can return safely whenever it does.
  * 4. fini every other node in reverse topological order; release what the
  *    links still hold; measure the pool: bytes after must be 0, and any
- *    byte still held is attributed to the node (and input port) holding it. */
+ *    byte still held is attributed to the node (and input port) holding it.
+ *
+ * Each wait is on an event, never a sleep-poll: the drain on inst->cv
+ * (a sink done, lifecycle.c), the callbacks on rt->left (a worker leaving
+ * a node, sched.c; a node found hung, lifecycle.c), each bounded by its
+ * deadline (the drain timeout, a node's hang_timeout). Destroy's wait for
+ * queued nodes (zfi_instance_wait_idle) is the same. */
 #include "runtime/runtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define GRACE_NS 200000000ull
 
@@ -64,44 +69,120 @@ static void cut_out_hung(zf_instance *inst)
     }
 }
 
-/* After the halt: wait until no node runs (a QUEUED node will do nothing
- * when a worker pops it). A node inside a callback that has run longer than
- * its hang_timeout is abandoned; any other callback is waited for, so fini
- * never runs while a callback does. Bounded by the longest hang_timeout. */
-static void settle(zf_instance *inst, zf_stop_report *r)
+/* ---- waiting for the workers ---- */
+
+/* Whether what a stop waits for is true now; *recheck (absolute, ns) asks
+ * to be asked again then even if no one notifies (0: only when notified). */
+typedef bool (*wait_done_fn)(zf_instance *inst, void *arg, uint64_t now, uint64_t *recheck);
+
+/* Wait until done says so. A worker leaving a node (sched.c) and a node
+ * found hung (lifecycle.c) notify rt->left; nothing polls. */
+static void wait_left(zf_instance *inst, wait_done_fn done, void *arg)
 {
+    zfi_evc *e = &inst->rt->left;
     for (;;) {
-        bool busy = false;
-        uint64_t now = zf_clock_ns();
-        for (size_t i = 0; i < inst->n_nodes; i++) {
-            zf_node *n = inst->nodes[i];
-            if (atomic_load(&n->abandoned))
-                continue;
-            uint64_t w = atomic_load(&n->cb_word);
-            int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
-            bool overdue =
-                w && (hung(n) || (w & ZFI_CB_HUNG) ||
-                      (now > ZFI_CB_START(w) && now - ZFI_CB_START(w) > (uint64_t)limit));
-            if (overdue && zfi_node_abandon(n)) {
-                r->nodes_abandoned++;
-                zfi_abandoned_add(n, "callback", n->tid);
-                pthread_mutex_lock(&inst->mu);
-                zfi_node_set_state(n, ZF_NODE_FAILED, "abandoned at stop: stuck in a callback");
-                pthread_mutex_unlock(&inst->mu);
-                zfi_log_at(&n->origin, ZF_LOG_WARN, "instance",
-                           "%s: node '%s' is stuck in a callback: abandoned (its thread is left "
-                           "behind)",
-                           inst->uuid, n->desc->id);
-                continue;
-            }
-            int sched = atomic_load(&n->sched);
-            if (w || sched == ZFI_RUNNING || sched == ZFI_RUNNING_NOTIFIED)
-                busy = true;
-        }
-        if (!busy)
+        uint32_t key = zfi_evc_prepare(e);
+        uint64_t now = zf_clock_ns(), recheck = 0;
+        if (done(inst, arg, now, &recheck)) {
+            zfi_evc_cancel(e);
             return;
-        usleep(500);
+        }
+        zfi_evc_wait(e, key, !recheck ? -1 : recheck > now ? (int64_t)(recheck - now) : 0);
     }
+}
+
+static void recheck_at(uint64_t *recheck, uint64_t t)
+{
+    if (!*recheck || t < *recheck)
+        *recheck = t;
+}
+
+/* A source's produce in progress has returned (its capsules are in its
+ * links), or it is hung, or the drain deadline passed. */
+typedef struct source_wait {
+    zf_node *n;
+    uint64_t deadline;
+} source_wait;
+
+static bool source_returned(zf_instance *inst, void *arg, uint64_t now, uint64_t *recheck)
+{
+    (void)inst;
+    source_wait *sw = arg;
+    if (!atomic_load(&sw->n->cb_word) || hung(sw->n) || now >= sw->deadline)
+        return true;
+    *recheck = sw->deadline;
+    return false;
+}
+
+/* After the halt: no node runs (a QUEUED node will do nothing when a worker
+ * pops it). A node inside a callback that has run longer than its
+ * hang_timeout is abandoned; any other callback is waited for, so fini
+ * never runs while a callback does. Bounded by the longest hang_timeout. */
+static bool settled(zf_instance *inst, void *arg, uint64_t now, uint64_t *recheck)
+{
+    zf_stop_report *r = arg;
+    bool busy = false;
+    for (size_t i = 0; i < inst->n_nodes; i++) {
+        zf_node *n = inst->nodes[i];
+        if (atomic_load(&n->abandoned))
+            continue;
+        uint64_t w = atomic_load(&n->cb_word);
+        int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
+        bool overdue = w && (hung(n) || (w & ZFI_CB_HUNG) ||
+                             (now > ZFI_CB_START(w) && now - ZFI_CB_START(w) > (uint64_t)limit));
+        if (overdue && zfi_node_abandon(n)) {
+            r->nodes_abandoned++;
+            zfi_abandoned_add(n, "callback", n->tid);
+            pthread_mutex_lock(&inst->mu);
+            zfi_node_set_state(n, ZF_NODE_FAILED, "abandoned at stop: stuck in a callback");
+            pthread_mutex_unlock(&inst->mu);
+            zfi_log_at(&n->origin, ZF_LOG_WARN, "instance",
+                       "%s: node '%s' is stuck in a callback: abandoned (its thread is left "
+                       "behind)",
+                       inst->uuid, n->desc->id);
+            continue;
+        }
+        if (w && !overdue) /* overdue then, if still inside */
+            recheck_at(recheck, ZFI_CB_START(w) + (uint64_t)limit + 1);
+        int sched = atomic_load(&n->sched);
+        if (w || sched == ZFI_RUNNING || sched == ZFI_RUNNING_NOTIFIED)
+            busy = true;
+    }
+    return !busy;
+}
+
+typedef struct idle_wait {
+    uint64_t t0, warned;
+} idle_wait;
+
+/* Every node of a stopped instance is idle (none waits in the run queue or
+ * a worker's slot): halted nodes take no time, so this waits only for a
+ * worker to be free; every 5 s of waiting is logged. */
+static bool all_idle(zf_instance *inst, void *arg, uint64_t now, uint64_t *recheck)
+{
+    idle_wait *iw = arg;
+    bool idle = true;
+    for (size_t i = 0; i < inst->n_nodes && idle; i++)
+        idle = atomic_load(&inst->nodes[i]->abandoned) ||
+               atomic_load(&inst->nodes[i]->sched) == ZFI_IDLE;
+    if (idle)
+        return true;
+    uint64_t waited = now - iw->t0;
+    if (waited > (iw->warned + 5) * 1000000000ull) {
+        iw->warned = waited / 1000000000ull;
+        zfi_log(ZF_LOG_WARN, "instance",
+                "%s: destroy has waited %llu s for a worker to retire its queued nodes "
+                "(all workers busy)",
+                inst->uuid, (unsigned long long)iw->warned);
+    }
+    *recheck = iw->t0 + (iw->warned + 5) * 1000000000ull + 1;
+    return false;
+}
+
+void zfi_instance_wait_idle(zf_instance *inst)
+{
+    idle_wait iw = {.t0 = zf_clock_ns()};
+    wait_left(inst, all_idle, &iw);
 }
 
 /* ---- who holds leaked bytes ---- */
@@ -262,8 +343,7 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
         pthread_mutex_unlock(&inst->mu);
         return ZF_OK;
     }
-    inst->state = ZF_INSTANCE_DRAINING;
-    inst->state_since_ns = zf_clock_ns();
+    zfi_instance_set_state(inst, ZF_INSTANCE_DRAINING, "stopping: sources stop, the rest drains");
     pthread_mutex_unlock(&inst->mu);
 
     zf_stop_report r;
@@ -286,10 +366,8 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
             continue; /* a bridge closes when end of stream arrives from its remote producer */
         if (n->iso)   /* its process stops producing; what it sent is forwarded */
             zfi_iso_stop_source(n, deadline);
-        while (atomic_load(&n->cb_word) && !hung(n) && zf_clock_ns() < deadline)
-            usleep(200);
-        n->done = true;
-        zfi_node_close_outputs(n);
+        wait_left(inst, source_returned, &(source_wait){n, deadline});
+        zfi_node_finish(n);
     }
     /* 2. Drain until every sink has seen end of stream. A hung node may
      * still come back before the deadline; past it, it is cut out and the
@@ -306,10 +384,8 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
             pthread_mutex_unlock(&inst->mu);
             cut_out_hung(inst);
             for (size_t i = 0; i < inst->n_nodes; i++)
-                if (inst->nodes[i]->desc->bridge && inst->nodes[i]->decl->kind == ZF_SOURCE) {
-                    inst->nodes[i]->done = true; /* its remote producer never ended */
-                    zfi_node_close_outputs(inst->nodes[i]);
-                }
+                if (inst->nodes[i]->desc->bridge && inst->nodes[i]->decl->kind == ZF_SOURCE)
+                    zfi_node_finish(inst->nodes[i]); /* its remote producer never ended */
             pthread_mutex_lock(&inst->mu);
             cut = true;
             continue;
@@ -326,7 +402,7 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     /* 3. Halt: no more callbacks; wait for those running (abandoning the
      * ones past their hang_timeout). */
     atomic_store(&inst->halted, true);
-    settle(inst, &r);
+    wait_left(inst, settled, &r);
     link_totals after = totals(inst);
     r.delivered_in_drain = after.to_sinks - before.to_sinks;
 
@@ -357,9 +433,7 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     pthread_mutex_lock(&inst->mu);
     inst->report = r;
     inst->stopped = true;
-    inst->state = ZF_INSTANCE_DESTROYED;
-    inst->state_since_ns = zf_clock_ns();
-    pthread_cond_broadcast(&inst->cv);
+    zfi_instance_set_state(inst, ZF_INSTANCE_DESTROYED, "stopped");
     pthread_mutex_unlock(&inst->mu);
     zfi_log_at(&inst->origin, ZF_LOG_INFO, "instance",
                "stopped %s: %llu in flight, %llu delivered in drain, %llu dropped, %llu bytes "
@@ -371,43 +445,4 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     if (report)
         *report = r;
     return ZF_OK;
-}
-
-void zf_instance_destroy(zf_instance *inst)
-{
-    if (!inst)
-        return;
-    /* ZF_OK for an instance: what went wrong is in inst->report, read below. */
-    ZF_IGNORE(zf_instance_stop(inst, NULL));
-    if (inst->report.nodes_abandoned) {
-        /* A node left inside a callback may still touch its links, its
-         * instance and its pool when it returns: keep them. */
-        zfi_log(ZF_LOG_WARN, "instance",
-                "%s: keeping the instance's memory for its %llu abandoned node(s)", inst->uuid,
-                (unsigned long long)inst->report.nodes_abandoned);
-        return;
-    }
-    /* A node of a stopped instance may still wait in the run queue or a
-     * worker's slot (it does nothing once popped: the instance is halted);
-     * free only when every node is idle. Halted nodes take no time, so this
-     * waits only for a worker to be free. */
-    uint64_t t0 = zf_clock_ns(), warned = 0;
-    for (;;) {
-        bool idle = true;
-        for (size_t i = 0; i < inst->n_nodes && idle; i++)
-            idle = atomic_load(&inst->nodes[i]->abandoned) ||
-                   atomic_load(&inst->nodes[i]->sched) == ZFI_IDLE;
-        if (idle)
-            break;
-        uint64_t waited = zf_clock_ns() - t0;
-        if (waited > (warned + 5) * 1000000000ull) {
-            warned = waited / 1000000000ull;
-            zfi_log(ZF_LOG_WARN, "instance",
-                    "%s: destroy has waited %llu s for a worker to retire its queued nodes "
-                    "(all workers busy)",
-                    inst->uuid, (unsigned long long)warned);
-        }
-        usleep(1000);
-    }
-    zfi_instance_free(inst);
 }

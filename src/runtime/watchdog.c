@@ -6,7 +6,9 @@
  * capsules, so producers upstream keep their rate even on `block` links)
  * and, for a hang, the stuck worker is replaced. When the callback returns
  * (or errors stop for a window) the breaker closes and the node is RUNNING
- * again. */
+ * again. This file decides when; the changes themselves (states, breakers)
+ * are the node lifecycle's (lifecycle.c). With the scheduler and the timer
+ * it forms the one circle of src/runtime (scripts/imports.sh). */
 #include "runtime/runtime.h"
 
 #include <stdio.h>
@@ -15,59 +17,12 @@
 #define DEFAULT_MAX_ERRORS      5u
 #define DEFAULT_ERROR_WINDOW_NS 1000000000LL
 
-void zfi_node_set_state(zf_node *n, zf_node_state s, const char *fmt, ...)
-{
-    /* inst->mu held */
-    n->node_state = s;
-    n->state_since_ns = zf_clock_ns();
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(n->reason, sizeof n->reason, fmt, ap);
-    va_end(ap);
-}
-
-static void set_breakers(zf_node *n, bool open)
-{
-    for (size_t i = 0; i < n->n_in; i++)
-        zfi_link_set_breaker(n->in[i], open);
-}
-
-/* Apply a change of the degraded bits; inst->mu held. */
-void zfi_node_degrade(zf_node *n, int bit, const char *reason)
-{
-    int before = atomic_fetch_or(&n->degraded, bit);
-    if (before & bit)
-        return;
-    if (n->node_state == ZF_NODE_RUNNING || n->node_state == ZF_NODE_DEGRADED) {
-        if (!before)
-            atomic_fetch_add(&n->degraded_count, 1);
-        zfi_node_set_state(n, ZF_NODE_DEGRADED, "%s", reason);
-    }
-    zfi_log_at(&n->origin, ZF_LOG_WARN, "watchdog",
-               "instance %s: node '%s' DEGRADED: %s; its inputs shed load", n->inst->uuid,
-               n->desc->id, reason);
-    if (!before)
-        set_breakers(n, true);
-}
-
-void zfi_node_recover(zf_node *n, int bit, const char *what)
-{
-    int before = atomic_fetch_and(&n->degraded, ~bit);
-    if (!(before & bit) || (before & ~bit))
-        return; /* not degraded for this reason, or still for another */
-    if (n->node_state == ZF_NODE_DEGRADED)
-        zfi_node_set_state(n, ZF_NODE_RUNNING, "%s", "");
-    set_breakers(n, false);
-    zfi_log_at(&n->origin, ZF_LOG_INFO, "watchdog", "instance %s: node '%s' RUNNING again (%s)",
-               n->inst->uuid, n->desc->id, what);
-}
-
 void zfi_watchdog_scan(zf_instance *inst, uint64_t now)
 {
     for (size_t i = 0; i < inst->n_nodes; i++) {
         zf_node *n = inst->nodes[i];
-        if (n->iso) { /* its callbacks run in its process */
-            zfi_iso_watch(n, now);
+        if (n->proxy) { /* its callbacks run in its process */
+            n->proxy->watch(n, now);
             continue;
         }
         uint64_t w = atomic_load(&n->cb_word);

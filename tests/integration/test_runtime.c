@@ -5,6 +5,9 @@
 #include "harness.h"
 #include "testutil.h"
 
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static zf_runtime *rt;
@@ -258,9 +261,29 @@ ZT_CASE(drop_oldest_link_sheds_and_stays_bounded)
     ZT_EQ(zt_summary(sum, "out_of_order"), 0);
 }
 
+/* What the runtime logged at INFO about instances (state_machine_...). */
+static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
+static char logs[8192];
+static size_t logs_len;
+
+static void capture(void *arg, zf_log_level level, const char *scope, const char *msg)
+{
+    (void)arg;
+    if (level != ZF_LOG_INFO || strcmp(scope, "instance") != 0)
+        return;
+    pthread_mutex_lock(&log_mu);
+    int n = snprintf(logs + logs_len, sizeof logs - logs_len, "%s\n", msg);
+    if (n > 0 && logs_len + (size_t)n < sizeof logs)
+        logs_len += (size_t)n;
+    pthread_mutex_unlock(&log_mu);
+}
+
 ZT_CASE(state_machine_refuses_bad_transitions)
 {
     setup();
+    logs_len = 0;
+    logs[0] = '\0';
+    zf_log_set(capture, NULL, ZF_LOG_INFO);
     zf_flow *f = zt_flow(chain("count: 10", "", "capacity: 4", ""), NULL, NULL, NULL);
     zf_instance *inst = NULL;
     ZT_OK(zf_instance_create(rt, f, NULL, NULL, &inst));
@@ -275,6 +298,21 @@ ZT_CASE(state_machine_refuses_bad_transitions)
     ZT_EQ(zf_instance_start(inst), ZF_ESTATE);
     ZT_EQ(strlen(zf_instance_uuid(inst)), 36);
     ZT_EQ(zf_instance_uuid(inst)[14], '4'); /* UUID v4 */
+    /* every change, once, with its reason; none for the refused ones */
+    char line[160];
+    pthread_mutex_lock(&log_mu);
+    snprintf(line, sizeof line, "%s: CREATED -> RUNNING: started\n", zf_instance_uuid(inst));
+    ZT_CONTAINS(logs, line);
+    snprintf(line, sizeof line, "%s: RUNNING -> DRAINING: stopping", zf_instance_uuid(inst));
+    ZT_CONTAINS(logs, line);
+    snprintf(line, sizeof line, "%s: DRAINING -> DESTROYED: stopped\n", zf_instance_uuid(inst));
+    ZT_CONTAINS(logs, line);
+    size_t changes = 0;
+    for (const char *p = logs; (p = strstr(p, " -> ")); p++)
+        changes++;
+    pthread_mutex_unlock(&log_mu);
+    ZT_EQ(changes, 3);
+    zf_log_set(getenv("ZT_LOG") ? zf_log_stderr : NULL, NULL, ZF_LOG_DEBUG);
     zf_instance_destroy(inst);
     zf_flow_free(f);
 }
