@@ -25,7 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RING        4096u /* lines kept in memory for followers */
 #define MAX_FILES   512u  /* open log files at once (least recently used closed) */
 #define MAX_HISTORY 20000 /* lines one answer carries (the newest) */
 #define KEEP_GONE   100   /* folders of instances destroyed by this zfd kept */
@@ -59,7 +58,8 @@ struct zfd_logs {
     logfile files[MAX_FILES];
     size_t n_files;
     uint64_t use_clock;
-    ring_line ring[RING];
+    ring_line *ring; /* the newest lines, for followers (a ring) */
+    uint64_t ring_n;
     uint64_t seq;             /* of the newest line; 0: none yet */
     char gone[KEEP_GONE][37]; /* destroyed instances, oldest first (a ring) */
     size_t gone_head, n_gone;
@@ -126,23 +126,30 @@ char *zfd_default_state_dir(void)
     return strdup(buf);
 }
 
-zfd_logs *zfd_logs_open(const char *state_dir, uint64_t max_bytes, zf_log_level stderr_level,
-                        zf_log_level keep_level, char *err, size_t errlen)
+zfd_logs *zfd_logs_open(const char *state_dir, uint64_t max_bytes, size_t ring_lines,
+                        zf_log_level stderr_level, zf_log_level keep_level, char *err,
+                        size_t errlen)
 {
     zfd_logs *lg = calloc(1, sizeof *lg);
-    if (!lg || asprintf(&lg->dir, "%s/logs", state_dir) < 0) {
+    if (lg)
+        lg->ring = calloc(ring_lines ? ring_lines : 1, sizeof *lg->ring);
+    if (!lg || !lg->ring || asprintf(&lg->dir, "%s/logs", state_dir) < 0) {
+        if (lg)
+            free(lg->ring);
         free(lg);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
     if (mkdir_p(lg->dir, 0750) != 0) {
         snprintf(err, errlen, "cannot create %s: %s", lg->dir, strerror(errno));
+        free(lg->ring);
         free(lg->dir);
         free(lg);
         return NULL;
     }
     snprintf(crash_dir, sizeof crash_dir, "%s", lg->dir);
     lg->max_bytes = max_bytes;
+    lg->ring_n = ring_lines ? ring_lines : 1;
     lg->stderr_level = stderr_level;
     lg->keep_level = keep_level;
     pthread_mutex_init(&lg->mu, NULL);
@@ -160,10 +167,11 @@ void zfd_logs_close(zfd_logs *lg)
         return;
     for (size_t i = 0; i < lg->n_files; i++)
         close(lg->files[i].fd);
-    for (size_t i = 0; i < RING; i++) {
+    for (size_t i = 0; i < lg->ring_n; i++) {
         free(lg->ring[i].node);
         free(lg->ring[i].text);
     }
+    free(lg->ring);
     pthread_mutex_destroy(&lg->mu);
     pthread_cond_destroy(&lg->cv);
     free(lg->dir);
@@ -248,7 +256,7 @@ void zfd_logs_entry(void *arg, const zf_log_entry *e)
         if (f->fd >= 0 && write(f->fd, line, len) == (ssize_t)len)
             f->size += len;
     }
-    ring_line *r = &lg->ring[++lg->seq % RING];
+    ring_line *r = &lg->ring[++lg->seq % lg->ring_n];
     free(r->node);
     free(r->text);
     line[len - 1] = '\0';
@@ -625,13 +633,13 @@ char *zfd_logs_query(zfd_logs *lg, const char *uuid, const zf_request *req)
         /* The cursor is the number of the next line to give (1 or more). */
         uint64_t from = req->after - 1 > lg->seq ? lg->seq : req->after - 1;
         for (;;) {
-            uint64_t oldest = lg->seq >= RING ? lg->seq - RING + 1 : 1;
+            uint64_t oldest = lg->seq >= lg->ring_n ? lg->seq - lg->ring_n + 1 : 1;
             if (from + 1 < oldest) {
                 lost += oldest - from - 1;
                 from = oldest - 1;
             }
             for (uint64_t s = from + 1; s <= lg->seq; s++) {
-                const ring_line *r = &lg->ring[s % RING];
+                const ring_line *r = &lg->ring[s % lg->ring_n];
                 if (strcmp(r->uuid, uuid) != 0 ||
                     (fl.node && (!r->node || strcmp(r->node, fl.node) != 0)) ||
                     !keep(&fl, r->realtime_ns, r->level, r->text))

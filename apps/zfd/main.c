@@ -149,6 +149,8 @@ static void help(FILE *out)
             "                         (default debug; zfctl logs reads them)\n"
             "  --log-max-size SIZE    rotate each node's log file past SIZE (default 1MiB;\n"
             "                         one older file is kept)\n"
+            "  --log-ring LINES       the newest log lines kept in memory for followers\n"
+            "                         (zfctl logs --follow; default 4096, 16 to 1000000)\n"
             "  --version              print the version\n");
 }
 
@@ -156,6 +158,7 @@ typedef struct opts {
     const char *name, *socket, *config, *state_dir, *http;
     zf_log_level node_log;
     uint64_t log_max;
+    size_t log_ring;
     const char **lib_paths;
     size_t n_lib_paths;
     unsigned workers;
@@ -236,6 +239,8 @@ static void parse_args(int argc, char **argv, opts *o)
         } else if (opt(argc, argv, &i, "--log-max-size", &v)) {
             if (zf_parse_size(v, &o->log_max) != ZF_OK || o->log_max < 4096)
                 die("--log-max-size takes a size of at least 4KiB (e.g. 1MiB), not '%s'", v);
+        } else if (opt(argc, argv, &i, "--log-ring", &v)) {
+            o->log_ring = (size_t)number("--log-ring", v, 16, 1000000);
         } else if (opt(argc, argv, &i, "--log", &v)) {
             if (zf_log_level_parse(v, &zfd_log_level) != ZF_OK)
                 die("--log: %s", zf_last_error());
@@ -334,7 +339,7 @@ static zf_config *read_config(opts *o)
 
 int main(int argc, char **argv)
 {
-    opts o = {.node_log = ZF_LOG_DEBUG, .log_max = 1u << 20};
+    opts o = {.node_log = ZF_LOG_DEBUG, .log_max = 1u << 20, .log_ring = 4096};
     parse_args(argc, argv, &o);
     zf_config *cfg = o.config ? read_config(&o) : NULL;
     if (!o.name || !*o.name)
@@ -343,7 +348,7 @@ int main(int argc, char **argv)
     char *state_dir = o.state_dir ? strdup(o.state_dir) : zfd_default_state_dir();
     char why[512];
     zfd_logs *logs =
-        zfd_logs_open(state_dir, o.log_max, zfd_log_level, o.node_log, why, sizeof why);
+        zfd_logs_open(state_dir, o.log_max, o.log_ring, zfd_log_level, o.node_log, why, sizeof why);
     if (!logs)
         die("--state-dir %s: %s", state_dir, why);
     zf_log_set_entry(zfd_logs_entry, logs, o.node_log > zfd_log_level ? o.node_log : zfd_log_level);

@@ -118,11 +118,13 @@ void zfd_record_end(const char *uuid);
  * $XDG_STATE_HOME/zflow, ~/.local/state/zflow, or /tmp/zflow-UID/state.
  * The caller frees it. */
 char *zfd_default_state_dir(void);
-/* Open (create) STATE/logs; files rotate past max_bytes each. Lines at most
+/* Open (create) STATE/logs; files rotate past max_bytes each; the newest
+ * ring_lines lines are also kept in memory for followers. Lines at most
  * stderr_level also go to stderr; lines about an instance at most
  * keep_level are kept. NULL with why in err. */
-zfd_logs *zfd_logs_open(const char *state_dir, uint64_t max_bytes, zf_log_level stderr_level,
-                        zf_log_level keep_level, char *err, size_t errlen);
+zfd_logs *zfd_logs_open(const char *state_dir, uint64_t max_bytes, size_t ring_lines,
+                        zf_log_level stderr_level, zf_log_level keep_level, char *err,
+                        size_t errlen);
 void zfd_logs_close(zfd_logs *lg);
 /* The library's entry logger (zf_log_set_entry), arg a zfd_logs. */
 void zfd_logs_entry(void *arg, const zf_log_entry *e);

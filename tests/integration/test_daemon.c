@@ -75,6 +75,9 @@ static void start_daemon_with(const char *const *args, bool keep_socket)
     if (daemon_pid == 0) {
         FILE *f = freopen(log_path, "w", stderr);
         (void)f;
+        /* One malloc arena: with one per thread (the default), which of
+         * them grows in a cycle varies and the RSS test sees steps. */
+        setenv("MALLOC_ARENA_MAX", "1", 1);
         /* Keep ASan's quarantine from looking like growth in the RSS test. */
         /* and let zfd's crash handler (not the sanitizer's) report a SIGSEGV */
         setenv("ASAN_OPTIONS", "quarantine_size_mb=1:detect_leaks=0:allow_user_segv_handler=1", 1);
@@ -498,23 +501,32 @@ static int daemon_fds(void)
     return zt_open_fds(daemon_pid);
 }
 
+/* The daemon's anonymous resident memory (statm's resident minus shared):
+ * its heap and stacks, where a leak per cycle would show. Shared-library
+ * pages are left out: they are faulted in as code paths are first taken,
+ * which grew VmRSS by up to 1.4 MiB over 200 cycles with no leak. */
 static uint64_t daemon_rss(void)
 {
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/statm", daemon_pid);
     FILE *f = fopen(path, "r");
-    unsigned long size = 0, rss = 0;
+    unsigned long size = 0, rss = 0, shared = 0;
     if (f) {
-        if (fscanf(f, "%lu %lu", &size, &rss) != 2)
-            rss = 0;
+        if (fscanf(f, "%lu %lu %lu", &size, &rss, &shared) != 3)
+            rss = shared = 0;
         fclose(f);
     }
-    return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+    return (uint64_t)(rss > shared ? rss - shared : 0) * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
 ZT_CASE(two_hundred_deploy_destroy_cycles_stay_flat)
 {
-    start_daemon();
+    /* The log lines kept in memory for followers fill their ring in the
+     * first cycles (a cycle logs about ten at the default DEBUG), so what
+     * grows later is not the ring's filling */
+    const char *args[] = {"--lib-path", seed_libs, "--lib-path", nodes_libs,
+                          "--log-ring", "64",      NULL};
+    start_daemon_with(args, false);
     const char *flow = zt_tmp_path("small.yaml");
     FILE *f = fopen(flow, "w");
     fprintf(f,
@@ -565,7 +577,7 @@ ZT_CASE(two_hundred_deploy_destroy_cycles_stay_flat)
         zf_client_close(c);
         ZT_EQ(after, 0); /* the pool is back to 0 after each destroy */
         ZT_EQ(leaked, 0);
-        if (i == 19) {
+        if (i == 49) {
             rss_warm = daemon_rss();
             fds_warm = daemon_fds();
         }
@@ -573,10 +585,14 @@ ZT_CASE(two_hundred_deploy_destroy_cycles_stay_flat)
     zt_sleep_ms(100);
     uint64_t rss_end = daemon_rss();
     int fds_end = daemon_fds();
-    printf("  daemon RSS %.1f MiB after 20 cycles, %.1f MiB after 200; fds %d -> %d\n",
+    printf("  daemon anonymous RSS %.2f MiB after 50 cycles, %.2f MiB after 200; fds %d -> %d\n",
            (double)rss_warm / 1048576, (double)rss_end / 1048576, fds_warm, fds_end);
+    /* 10 %, and at least 256 KiB: flat to 10 KiB over 600 cycles with one
+     * arena and a small ring, so a leak of 2 KiB per cycle over the last
+     * 150 fails */
+    uint64_t slack = rss_warm / 10 > (256u << 10) ? rss_warm / 10 : (256u << 10);
     if (ZT_RSS_MEANINGFUL)
-        ZT_CHECK(rss_end <= rss_warm + rss_warm / 10);
+        ZT_CHECK(rss_end <= rss_warm + slack);
     ZT_CHECK(fds_end <= fds_warm + fds_warm / 10 + 1);
     ZT_EQ(stop_daemon(), 0);
 }
