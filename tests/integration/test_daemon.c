@@ -519,6 +519,21 @@ static uint64_t daemon_rss(void)
     return (uint64_t)(rss > shared ? rss - shared : 0) * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
+/* Whether process pid has a handler for sig (SigCgt in /proc/PID/status). */
+static bool catches(pid_t pid, int sig)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    unsigned long long mask = 0;
+    bool found = false;
+    while (f && !found && fgets(line, sizeof line, f))
+        found = sscanf(line, "SigCgt: %llx", &mask) == 1;
+    if (f)
+        fclose(f);
+    return found && (mask >> (sig - 1) & 1);
+}
+
 ZT_CASE(two_hundred_deploy_destroy_cycles_stay_flat)
 {
     /* The log lines kept in memory for followers fill their ring in the
@@ -1026,7 +1041,12 @@ ZT_CASE(init_and_fini_that_never_return_under_zfctl_run)
         execl(zfctl_bin, zfctl_bin, "run", file, "--var", nodes, (char *)NULL);
         _exit(127);
     }
-    zt_sleep_ms(500);
+    /* SIGINT once zfctl catches it (a fixed 500 ms was too short under
+     * TSan on a loaded machine: the signal's default action killed it),
+     * and a little later, with the init under way */
+    for (int i = 0; i < 2000 && !catches(pid, SIGINT); i++)
+        zt_sleep_ms(10);
+    zt_sleep_ms(300);
     uint64_t t0 = zf_clock_ns();
     kill(pid, SIGINT);
     int status = 0;
