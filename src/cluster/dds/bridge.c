@@ -18,9 +18,8 @@
  * A lost reader's worker no longer holds credit back: with no reader left
  * the bridge-out sheds (drops, counted). A lost producer's worker ends the
  * bridge-in's stream, so the consumer's drain completes. */
-#include "cluster/impl.h"
+#include "cluster/dds/impl.h"
 #include "core/futex.h"
-#include "runtime/runtime.h"
 
 #include <dds/ddsi/ddsi_serdata.h>
 
@@ -179,7 +178,7 @@ static credit_state credit(zfi_bridge *b)
 static void *out_main(void *arg)
 {
     zfi_bridge *b = arg;
-    zf_link *in = b->n->in[0];
+    zf_link *in = zfi_node_input(b->n, 0);
     bool warned_shed = false;
     while (!atomic_load(&b->stop)) {
         take_credits(b);
@@ -229,7 +228,7 @@ static void *out_main(void *arg)
 
 static void publish_credit(zfi_bridge *b)
 {
-    zfi_msg_credit m = {.reader = (char *)zf_cluster_name(b->c), .taken = b->handed};
+    zfi_msg_credit m = {.reader = (char *)zfi_cluster_name(b->c), .taken = b->handed};
     dds_write(b->credit_ep, &m);
 }
 
@@ -281,8 +280,7 @@ static void *in_main(void *arg)
         publish_credit(b);
     }
     if (eos && !atomic_load(&b->stop)) {
-        atomic_store(&b->n->done, true);
-        zfi_node_close_outputs(b->n);
+        zfi_node_end_outputs(b->n, true);
     }
     return NULL;
 }
@@ -295,9 +293,9 @@ static void bridge_free(zfi_bridge *b)
         atomic_store(&b->stop, true);
         dds_set_guardcondition(b->guard, true);
         if (b->out)
-            zf_link_close(b->n->in[0]); /* wakes a pop */
+            zf_link_close(zfi_node_input(b->n, 0)); /* wakes a pop */
         else
-            zfi_node_close_outputs(b->n); /* wakes a send into a full link */
+            zfi_node_end_outputs(b->n, false); /* wakes a send into a full link */
         pthread_join(b->thread, NULL);
     }
     if (b->c)
@@ -387,7 +385,7 @@ static zf_err bridge_init(zf_node *n, void **state, bool out)
     registry_add(c, b);
     if (!out)
         publish_credit(b); /* the first credit: the writer may begin */
-    if (!out && !zf_cluster_alive(c, b->peer)) {
+    if (!out && !zfi_cluster_alive(c, b->peer)) {
         pthread_mutex_lock(&c->mu);
         b->peer_lost = true;
         pthread_mutex_unlock(&c->mu);
