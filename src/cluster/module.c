@@ -10,6 +10,7 @@
 #include "cluster/module.h"
 
 #include "core/common.h"
+#include "core/link.h"
 #include "graph/flow.h"
 #include "runtime/runtime.h"
 
@@ -48,6 +49,7 @@ static const zfi_cluster_host host = {
     .node_input = node_input,
     .node_finish = zfi_node_finish,
     .node_close_outputs = node_close_outputs,
+    .link_on_data = zfi_link_set_on_data,
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;

@@ -46,6 +46,10 @@ typedef struct zfi_cluster_host {
     /* Close n's output links; `done`: n is done (a source whose stream
      * ended), else only wake a send blocked in a full link. */
     void (*node_close_outputs)(zf_node *n, bool done);
+    /* Have on_data(arg) called on the producer's thread after every push
+     * into link l (and on its close); set before the producer runs (a
+     * node's init). l must be the input of a sink without on_input. */
+    void (*link_on_data)(zf_link *l, void (*on_data)(void *arg), void *arg);
 } zfi_cluster_host;
 
 /* What the module gives libzflow: the public zf_cluster_* functions

@@ -17,7 +17,22 @@
  *
  * A lost reader's worker no longer holds credit back: with no reader left
  * the bridge-out sheds (drops, counted). A lost producer's worker ends the
- * bridge-in's stream, so the consumer's drain completes. */
+ * bridge-in's stream, so the consumer's drain completes.
+ *
+ * The fast paths (latency: one thread hand-off in all, as raw DDS has):
+ * - Send: the input link calls out_on_data on the producer's thread after
+ *   each push; while the last credit count allows (`budget`) and the capsule
+ *   fits in one datagram (FAST_MAX), it takes the capsule and writes it
+ *   there, without waking the endpoint thread. The thread does the rest:
+ *   credit waits, large capsules (a write that may wait for acks must not
+ *   hold a worker), shedding, end of stream. `wmu` makes the two one
+ *   consumer of the link; the hook only tries it.
+ * - Receive: Cyclone's listener (in_on_data, on the thread that received
+ *   the sample) hands each capsule to the local links without waiting;
+ *   when one is full it keeps the rest (`pend`) and the endpoint thread
+ *   delivers them, waiting for room, until the reader is empty (`backlog`:
+ *   meanwhile the listener leaves the reader to it). Cyclone's receive
+ *   thread never waits for a consumer. */
 #include "cluster/dds/impl.h"
 #include "core/futex.h"
 
@@ -30,7 +45,9 @@
 #define MAX_READERS  64
 #define EOS_ACK_NS   DDS_SECS(2)
 #define MAX_BLOCKING DDS_SECS(10)
-#define SPIN_NS      50000u /* as a link's consumer spins before it parks */
+#define FAST_MAX     60000u /* one datagram: written on the producer's thread */
+#define FAST_WINDOW  64u    /* capsules the producer's thread may write unacknowledged */
+#define BATCH        16
 
 struct zfi_bridge {
     zf_cluster *c;
@@ -43,16 +60,27 @@ struct zfi_bridge {
     pthread_t thread;
     bool thread_started;
     atomic_bool stop;
-    /* bridge-out: the readers' workers and their credits (thread only,
-     * but `lost` under c->mu) */
+    /* bridge-out: the readers' workers and their credits (under wmu, but
+     * `lost` under c->mu) */
+    pthread_mutex_t wmu;
     size_t n_readers;
     char readers[MAX_READERS][128];
     uint64_t taken[MAX_READERS];
     bool known[MAX_READERS], lost[MAX_READERS];
     uint64_t sent, shed;
-    /* bridge-in: the writer's worker */
+    uint64_t budget;     /* capsules that may go before credits are read again */
+    unsigned fast;       /* of which the producer's thread may write */
+    zf_data *held;       /* taken by the hook, for the thread to write */
+    unsigned hooks;      /* hooks running (under c->mu) */
+    atomic_bool eos_out; /* the input link ended: the thread's job */
+    /* bridge-in: the writer's worker; delivery (under rmu) */
     char peer[128];
     bool peer_lost; /* under c->mu */
+    pthread_mutex_t rmu;
+    bool backlog;
+    atomic_bool eos, ended;
+    zf_data *pend[BATCH];
+    size_t n_pend, i_pend;
     uint64_t handed;
     zfi_bridge *next; /* in c->bridges */
 };
@@ -142,9 +170,11 @@ static void take_credits(zfi_bridge *b)
 typedef enum { CREDIT_WAIT, CREDIT_SEND, CREDIT_SHED } credit_state;
 
 /* Whether the next capsule may go: every live reader known and matched, and
- * under its window; no live reader left: shed. */
+ * under its window (b->budget: how many more may go); no live reader left:
+ * shed. Under wmu. */
 static credit_state credit(zfi_bridge *b)
 {
+    b->budget = 0;
     /* Read (and so reset) the match status first: its condition stays
      * triggered until read, and the wait below would spin. */
     dds_publication_matched_status_t st;
@@ -155,6 +185,7 @@ static credit_state credit(zfi_bridge *b)
     memcpy(lost, b->lost, sizeof lost);
     pthread_mutex_unlock(&b->c->mu);
     size_t live = 0;
+    uint64_t window = UINT64_MAX;
     for (size_t r = 0; r < b->n_readers; r++) {
         if (lost[r])
             continue;
@@ -164,6 +195,8 @@ static credit_state credit(zfi_bridge *b)
                     b->known[r] ? "credit" : "the first credit", b->readers[r]);
             return CREDIT_WAIT;
         }
+        if (b->capacity - (b->sent - b->taken[r]) < window)
+            window = b->capacity - (b->sent - b->taken[r]);
     }
     if (!live)
         return CREDIT_SHED;
@@ -172,56 +205,129 @@ static credit_state credit(zfi_bridge *b)
                 st.current_count, live);
         return CREDIT_WAIT;
     }
+    b->budget = window;
+    b->fast = window < FAST_WINDOW ? (unsigned)window : FAST_WINDOW;
     return CREDIT_SEND;
 }
 
-static void *out_main(void *arg)
+/* Write capsule d (consumed). Under wmu, with budget. */
+static void out_write(zfi_bridge *b, zf_data *d)
 {
-    zfi_bridge *b = arg;
+    struct ddsi_serdata *sd = zfi_capsule_serdata(b->st, d, 0);
+    dds_return_t r = sd ? dds_writecdr(b->ep, sd) : DDS_RETCODE_OUT_OF_RESOURCES;
+    b->budget--;
+    if (b->fast)
+        b->fast--;
+    if (r == DDS_RETCODE_OK)
+        b->sent++;
+    else
+        zfi_log(ZF_LOG_WARN, "cluster", "%s: write: %s (capsule dropped)", b->topic,
+                dds_strretcode(r));
+}
+
+/* The endpoint thread's turn: read the credits, then write (or shed) what
+ * the hook left and the link holds while they allow. True when the stream
+ * ended (end of stream written if it could be). Under wmu. */
+static bool out_step(zfi_bridge *b, bool *warned_shed)
+{
+    take_credits(b);
+    credit_state cs = credit(b);
     zf_link *in = zfi_node_input(b->n, 0);
-    bool warned_shed = false;
-    while (!atomic_load(&b->stop)) {
-        take_credits(b);
-        credit_state cs = credit(b);
-        if (cs == CREDIT_WAIT) {
-            dds_waitset_wait(b->ws, NULL, 0, DDS_INFINITY);
-            dds_set_guardcondition(b->guard, false);
-            continue;
-        }
-        zf_data *d = NULL;
-        zf_err e = zf_link_pop(in, &d, -1);
+    for (;;) {
+        if (cs == CREDIT_WAIT || (cs == CREDIT_SEND && !b->budget))
+            return false; /* a credit or a match wakes the thread */
+        zf_data *d = b->held;
+        b->held = NULL;
+        zf_err e = d ? ZF_OK : zf_link_try_pop(in, &d);
         if (e == ZF_ECLOSED) {
             if (cs == CREDIT_SEND) {
                 struct ddsi_serdata *sd = zfi_capsule_serdata(b->st, NULL, ZFI_WIRE_EOS);
                 if (sd && dds_writecdr(b->ep, sd) == DDS_RETCODE_OK)
                     dds_wait_for_acks(b->ep, EOS_ACK_NS);
             }
+            return true;
+        }
+        if (e != ZF_OK || !d)
+            return false; /* empty: the hook wakes the thread for the next one it leaves */
+        if (cs == CREDIT_SHED) {
+            zf_data_unref(d);
+            b->shed++;
+            if (!*warned_shed) {
+                zfi_log(ZF_LOG_WARN, "cluster",
+                        "%s: every reader's worker is lost: dropping what the link carries",
+                        b->topic);
+                *warned_shed = true;
+            }
+            continue;
+        }
+        out_write(b, d);
+    }
+}
+
+static void *out_main(void *arg)
+{
+    zfi_bridge *b = arg;
+    bool warned_shed = false;
+    while (!atomic_load(&b->stop)) {
+        /* Reset before looking: a hook that leaves work after this sets it
+         * again, and the wait returns at once. */
+        dds_set_guardcondition(b->guard, false);
+        pthread_mutex_lock(&b->wmu);
+        bool ended = out_step(b, &warned_shed);
+        pthread_mutex_unlock(&b->wmu);
+        if (ended) {
+            atomic_store(&b->eos_out, true);
             if (!atomic_load(&b->stop))
                 zfi_node_finish(b->n);
             break;
         }
-        if (e != ZF_OK || !d)
-            continue;
-        if (cs == CREDIT_SHED) {
-            zf_data_unref(d);
-            b->shed++;
-            if (!warned_shed) {
-                zfi_log(ZF_LOG_WARN, "cluster",
-                        "%s: every reader's worker is lost: dropping what the link carries",
-                        b->topic);
-                warned_shed = true;
-            }
-            continue;
-        }
-        struct ddsi_serdata *sd = zfi_capsule_serdata(b->st, d, 0);
-        dds_return_t r = sd ? dds_writecdr(b->ep, sd) : DDS_RETCODE_OUT_OF_RESOURCES;
-        if (r == DDS_RETCODE_OK)
-            b->sent++;
-        else
-            zfi_log(ZF_LOG_WARN, "cluster", "%s: write: %s (capsule dropped)", b->topic,
-                    dds_strretcode(r));
+        dds_waitset_wait(b->ws, NULL, 0, DDS_INFINITY);
     }
     return NULL;
+}
+
+/* The producer's thread, after a push into the input link (or its close):
+ * write the capsule here when the credits and its size allow, else leave
+ * it to the endpoint thread and wake that. arg: the bridge's node, which
+ * lives as long as the link; the bridge is looked up, so a late call after
+ * its fini finds nothing. */
+static void out_on_data(void *arg)
+{
+    zf_cluster *c = zfi_cluster_get();
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->mu);
+    zfi_bridge *b = c->bridges;
+    while (b && !(b->out && b->n == arg))
+        b = b->next;
+    if (b)
+        b->hooks++;
+    pthread_mutex_unlock(&c->mu);
+    if (!b)
+        return;
+    bool wake = true;
+    if (!atomic_load(&b->stop) && pthread_mutex_trylock(&b->wmu) == 0) {
+        zf_link *in = zfi_node_input(b->n, 0);
+        while (!b->held && b->budget && b->fast) {
+            zf_data *d = NULL;
+            zf_err e = zf_link_try_pop(in, &d);
+            if (e != ZF_OK || !d) {
+                wake = e == ZF_ECLOSED; /* end of stream: the thread's */
+                break;
+            }
+            if (zf_data_len(d) > FAST_MAX)
+                b->held = d; /* may wait for acks: not on a worker */
+            else
+                out_write(b, d);
+        }
+        pthread_mutex_unlock(&b->wmu);
+    }
+    if (wake)
+        dds_set_guardcondition(b->guard, true);
+    pthread_mutex_lock(&c->mu);
+    if (--b->hooks == 0)
+        pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
 }
 
 /* ---- bridge-in ---- */
@@ -232,55 +338,124 @@ static void publish_credit(zfi_bridge *b)
     dds_write(b->credit_ep, &m);
 }
 
+/* Hand the kept capsules to the local links: waiting for room (the thread)
+ * or not (the listener: false when a link is full, the rest kept). Under
+ * rmu for the listener; the thread's while `backlog`. */
+static bool in_deliver(zfi_bridge *b, bool wait)
+{
+    while (b->i_pend < b->n_pend) {
+        zf_data **d = &b->pend[b->i_pend];
+        zf_err e = wait ? zf_send_timeout(b->n, 0, d, -1) : zf_try_send(b->n, 0, d);
+        if (e == ZF_EAGAIN)
+            return false;
+        if (e == ZF_ECLOSED)
+            atomic_store(&b->stop, true);
+        b->i_pend++;
+        b->handed++; /* delivered, dropped by the policy or refused: taken */
+    }
+    b->n_pend = b->i_pend = 0;
+    return true;
+}
+
+/* Take what the reader holds into pend, and deliver it. True when the
+ * reader was empty. */
+static bool in_take(zfi_bridge *b, dds_entity_t rd, bool wait, bool *delivered)
+{
+    struct ddsi_serdata *sds[BATCH];
+    dds_sample_info_t si[BATCH];
+    int n = dds_takecdr(rd, sds, BATCH, si, DDS_ANY_STATE);
+    if (n <= 0)
+        return true;
+    for (int i = 0; i < n; i++) {
+        uint32_t flags = 0;
+        zf_data *d = si[i].valid_data ? zfi_capsule_take(sds[i], &flags) : NULL;
+        ddsi_serdata_unref(sds[i]);
+        if (flags & ZFI_WIRE_EOS)
+            atomic_store(&b->eos, true);
+        if (d && !(flags & ZFI_WIRE_EOS) && !atomic_load(&b->eos))
+            b->pend[b->n_pend++] = d;
+        else if (d)
+            zf_data_unref(d);
+        else if (si[i].valid_data && !(flags & ZFI_WIRE_EOS))
+            b->handed++; /* refused as malformed (logged): taken all the same */
+    }
+    *delivered = in_deliver(b, wait);
+    return false;
+}
+
+/* The end of the stream (end of stream from the producer, or its worker
+ * lost): the node is done. Once. */
+static void in_end(zfi_bridge *b)
+{
+    if (atomic_exchange(&b->ended, true))
+        return;
+    if (!atomic_load(&b->stop))
+        zfi_node_end_outputs(b->n, true);
+    dds_set_guardcondition(b->guard, true); /* the thread ends too */
+}
+
+/* Cyclone's listener, on the thread that received the samples. */
+static void in_on_data(dds_entity_t rd, void *arg)
+{
+    zfi_bridge *b = arg;
+    pthread_mutex_lock(&b->rmu);
+    if (b->backlog || atomic_load(&b->eos) || atomic_load(&b->stop)) {
+        dds_set_guardcondition(b->guard, true); /* the thread's, if anyone's */
+        pthread_mutex_unlock(&b->rmu);
+        return;
+    }
+    uint64_t before = b->handed;
+    bool delivered = true;
+    while (delivered && !atomic_load(&b->eos) && !in_take(b, rd, false, &delivered))
+        ;
+    if (!delivered) {
+        b->backlog = true; /* a link is full: the thread waits for room */
+        dds_set_guardcondition(b->guard, true);
+    }
+    if (b->handed != before)
+        publish_credit(b);
+    bool ended = atomic_load(&b->eos) && delivered;
+    pthread_mutex_unlock(&b->rmu);
+    if (ended)
+        in_end(b);
+}
+
 static void *in_main(void *arg)
 {
     zfi_bridge *b = arg;
-    bool eos = false;
-    uint64_t idle_since = 0;
-    while (!atomic_load(&b->stop) && !eos) {
-        struct ddsi_serdata *sds[16];
-        dds_sample_info_t si[16];
-        int n = dds_takecdr(b->ep, sds, 16, si, DDS_ANY_STATE);
-        if (n <= 0 && (!idle_since || zf_clock_ns() - idle_since < SPIN_NS)) {
-            /* spin briefly before parking, as a link's consumer does: a
-             * busy stream takes its next sample without a wake-up */
-            if (!idle_since)
-                idle_since = zf_clock_ns();
-            zfi_cpu_relax();
-            continue;
+    while (!atomic_load(&b->stop) && !atomic_load(&b->ended)) {
+        dds_waitset_wait(b->ws, NULL, 0, DDS_INFINITY);
+        dds_set_guardcondition(b->guard, false);
+        pthread_mutex_lock(&b->c->mu);
+        bool lost = b->peer_lost;
+        pthread_mutex_unlock(&b->c->mu);
+        pthread_mutex_lock(&b->rmu);
+        bool backlog = b->backlog;
+        if (lost && !backlog && !atomic_exchange(&b->eos, true))
+            zfi_log(ZF_LOG_WARN, "cluster",
+                    "%s: the producer's worker '%s' is lost: end of stream here", b->topic,
+                    b->peer);
+        pthread_mutex_unlock(&b->rmu);
+        if (backlog) {
+            /* the listener leaves the reader alone meanwhile: this thread
+             * delivers, waiting for room, until it is empty */
+            bool delivered = in_deliver(b, true);
+            while (!atomic_load(&b->stop) && !atomic_load(&b->eos) &&
+                   !in_take(b, b->ep, true, &delivered))
+                publish_credit(b);
+            publish_credit(b);
+            pthread_mutex_lock(&b->rmu);
+            b->backlog = false;
+            pthread_mutex_unlock(&b->rmu);
+            /* what came since the last take: the listener was not called
+             * for it, so take it as the listener would */
+            in_on_data(b->ep, b);
         }
-        idle_since = 0;
-        if (n <= 0) {
-            pthread_mutex_lock(&b->c->mu);
-            bool lost = b->peer_lost;
-            pthread_mutex_unlock(&b->c->mu);
-            if (lost) {
-                zfi_log(ZF_LOG_WARN, "cluster",
-                        "%s: the producer's worker '%s' is lost: end of stream here", b->topic,
-                        b->peer);
-                eos = true;
-                break;
-            }
-            dds_waitset_wait(b->ws, NULL, 0, DDS_INFINITY);
-            dds_set_guardcondition(b->guard, false);
-            continue;
-        }
-        for (int i = 0; i < n; i++) {
-            uint32_t flags = 0;
-            zf_data *d = si[i].valid_data ? zfi_capsule_take(sds[i], &flags) : NULL;
-            ddsi_serdata_unref(sds[i]);
-            if (flags & ZFI_WIRE_EOS)
-                eos = true;
-            if (!si[i].valid_data || (flags & ZFI_WIRE_EOS))
-                continue;
-            if (d && zf_send_timeout(b->n, 0, &d, -1) == ZF_ECLOSED)
-                atomic_store(&b->stop, true);
-            b->handed++; /* delivered, dropped by the policy or refused: taken */
-        }
-        publish_credit(b);
-    }
-    if (eos && !atomic_load(&b->stop)) {
-        zfi_node_end_outputs(b->n, true);
+        pthread_mutex_lock(&b->rmu);
+        bool ended = atomic_load(&b->eos) && !b->backlog;
+        pthread_mutex_unlock(&b->rmu);
+        if (ended)
+            in_end(b);
     }
     return NULL;
 }
@@ -289,17 +464,28 @@ static void *in_main(void *arg)
 
 static void bridge_free(zfi_bridge *b)
 {
+    atomic_store(&b->stop, true);
+    if (!b->out && b->ep > 0)
+        dds_set_listener(b->ep, NULL); /* returns once no callback runs */
     if (b->thread_started) {
-        atomic_store(&b->stop, true);
         dds_set_guardcondition(b->guard, true);
         if (b->out)
-            zf_link_close(zfi_node_input(b->n, 0)); /* wakes a pop */
+            zf_link_close(zfi_node_input(b->n, 0)); /* ends its stream */
         else
             zfi_node_end_outputs(b->n, false); /* wakes a send into a full link */
         pthread_join(b->thread, NULL);
     }
-    if (b->c)
+    if (b->c) {
         registry_remove(b->c, b);
+        pthread_mutex_lock(&b->c->mu); /* a hook still running finishes */
+        while (b->hooks)
+            pthread_cond_wait(&b->c->cv, &b->c->mu);
+        pthread_mutex_unlock(&b->c->mu);
+    }
+    if (b->held)
+        zf_data_unref(b->held);
+    for (size_t i = b->i_pend; i < b->n_pend; i++)
+        zf_data_unref(b->pend[i]);
     /* Every entity of the link: the endpoints first (a writer drops the
      * capsules its history holds), then the topics. */
     dds_entity_t es[] = {b->rc, b->sc, b->guard, b->ws, b->ep, b->credit_ep, b->tp, b->t_credit};
@@ -308,6 +494,8 @@ static void bridge_free(zfi_bridge *b)
             dds_delete(es[i]);
     if (b->st && b->tp <= 0)
         ddsi_sertype_unref(b->st); /* never taken by a topic */
+    pthread_mutex_destroy(&b->wmu);
+    pthread_mutex_destroy(&b->rmu);
     free(b);
 }
 
@@ -323,6 +511,8 @@ static zf_err bridge_init(zf_node *n, void **state, bool out)
         return ZF_ENOMEM;
     b->n = n;
     b->out = out;
+    pthread_mutex_init(&b->wmu, NULL);
+    pthread_mutex_init(&b->rmu, NULL);
     const zf_config *cfg = zf_node_config(n);
     const char *topic = NULL, *type = NULL, *peer = NULL;
     int64_t cap = 0;
@@ -330,6 +520,8 @@ static zf_err bridge_init(zf_node *n, void **state, bool out)
         zf_config_string(cfg, "type", "any", &type) != ZF_OK ||
         zf_config_string(cfg, "writer", "", &peer) != ZF_OK ||
         zf_config_int(cfg, "capacity", 16, &cap) != ZF_OK || !topic) {
+        pthread_mutex_destroy(&b->wmu);
+        pthread_mutex_destroy(&b->rmu);
         free(b);
         zf_node_set_error(n,
                           "a bridge needs its topic (a string), and strings for type and "
@@ -372,9 +564,13 @@ static zf_err bridge_init(zf_node *n, void **state, bool out)
     what = "waitset";
     b->ws = dds_create_waitset(c->pp);
     b->guard = dds_create_guardcondition(c->pp);
-    b->rc = dds_create_readcondition(out ? b->credit_ep : b->ep, DDS_ANY_STATE);
-    if (b->ws <= 0 || b->guard <= 0 || b->rc <= 0 || dds_waitset_attach(b->ws, b->guard, 0) < 0 ||
-        dds_waitset_attach(b->ws, b->rc, 0) < 0)
+    /* the writer waits for credits (and the guard); the reader's samples go
+     * to its listener, and its thread waits for the guard only */
+    if (out)
+        b->rc = dds_create_readcondition(b->credit_ep, DDS_ANY_STATE);
+    if (b->ws <= 0 || b->guard <= 0 || (out && b->rc <= 0) ||
+        dds_waitset_attach(b->ws, b->guard, 0) < 0 ||
+        (out && dds_waitset_attach(b->ws, b->rc, 0) < 0))
         goto fail;
     if (out) {
         if (dds_set_status_mask(b->ep, DDS_PUBLICATION_MATCHED_STATUS) < 0 ||
@@ -383,12 +579,25 @@ static zf_err bridge_init(zf_node *n, void **state, bool out)
     }
     b->c = c;
     registry_add(c, b);
-    if (!out)
+    if (out) {
+        zfi_link_on_data(zfi_node_input(n, 0), out_on_data, n);
+    } else {
+        /* before the first credit: no sample comes sooner */
+        dds_listener_t *l = dds_create_listener(b);
+        dds_lset_data_available(l, in_on_data);
+        dds_return_t lr = dds_set_listener(b->ep, l);
+        dds_delete_listener(l);
+        if (lr < 0) {
+            what = "listener";
+            goto fail;
+        }
         publish_credit(b); /* the first credit: the writer may begin */
+    }
     if (!out && !zfi_cluster_alive(c, b->peer)) {
         pthread_mutex_lock(&c->mu);
         b->peer_lost = true;
         pthread_mutex_unlock(&c->mu);
+        dds_set_guardcondition(b->guard, true); /* its thread ends the stream */
     }
     if (pthread_create(&b->thread, NULL, out ? out_main : in_main, b) != 0) {
         what = "thread";

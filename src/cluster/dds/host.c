@@ -80,6 +80,11 @@ void zfi_node_end_outputs(zf_node *n, bool done)
     host->node_close_outputs(n, done);
 }
 
+void zfi_link_on_data(zf_link *l, void (*on_data)(void *arg), void *arg)
+{
+    host->link_on_data(l, on_data, arg);
+}
+
 static const zfi_cluster_module module = {
     .version = ZFI_CLUSTER_ABI,
     .size = sizeof(zfi_cluster_module),

@@ -146,6 +146,7 @@ void zfi_zenoh_free_decl(const zf_node_decl *d);
 zf_link *zfi_node_input(zf_node *n, size_t i);
 void zfi_node_finish(zf_node *n);
 void zfi_node_end_outputs(zf_node *n, bool done);
+void zfi_link_on_data(zf_link *l, void (*on_data)(void *arg), void *arg);
 
 /* A worker was lost: bridges towards it shed load, bridges from it end
  * their stream (c->mu not held). */
