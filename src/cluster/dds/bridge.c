@@ -68,11 +68,10 @@ struct zfi_bridge {
     uint64_t taken[MAX_READERS];
     bool known[MAX_READERS], lost[MAX_READERS];
     uint64_t sent, shed;
-    uint64_t budget;     /* capsules that may go before credits are read again */
-    unsigned fast;       /* of which the producer's thread may write */
-    zf_data *held;       /* taken by the hook, for the thread to write */
-    unsigned hooks;      /* hooks running (under c->mu) */
-    atomic_bool eos_out; /* the input link ended: the thread's job */
+    uint64_t budget; /* capsules that may go before credits are read again */
+    unsigned fast;   /* of which the producer's thread may write */
+    zf_data *held;   /* taken by the hook, for the thread to write */
+    unsigned hooks;  /* hooks running (under c->mu) */
     /* bridge-in: the writer's worker; delivery (under rmu) */
     char peer[128];
     bool peer_lost; /* under c->mu */
@@ -276,7 +275,6 @@ static void *out_main(void *arg)
         bool ended = out_step(b, &warned_shed);
         pthread_mutex_unlock(&b->wmu);
         if (ended) {
-            atomic_store(&b->eos_out, true);
             if (!atomic_load(&b->stop))
                 zfi_node_finish(b->n);
             break;
@@ -325,8 +323,8 @@ static void out_on_data(void *arg)
     if (wake)
         dds_set_guardcondition(b->guard, true);
     pthread_mutex_lock(&c->mu);
-    if (--b->hooks == 0)
-        pthread_cond_broadcast(&c->cv);
+    if (--b->hooks == 0 && atomic_load(&b->stop))
+        pthread_cond_broadcast(&c->cv); /* bridge_free waits for it */
     pthread_mutex_unlock(&c->mu);
 }
 
