@@ -87,12 +87,21 @@ static const zfi_cluster_module *module(void)
         const char *env = getenv("ZF_CLUSTER_MODULE");
         char beside[PATH_MAX + 64] = "";
         Dl_info info;
-        if ((!env || !*env) && dladdr((void *)(uintptr_t)module, &info) && info.dli_fname) {
-            const char *slash = strrchr(info.dli_fname, '/');
-            if (slash)
-                snprintf(beside, sizeof beside, "%.*s/zflow/%s", (int)(slash - info.dli_fname),
-                         info.dli_fname, ZFI_CLUSTER_MODULE_FILE);
+        bool found = dladdr((void *)(uintptr_t)module, &info) && info.dli_fname;
+        const char *slash = found ? strrchr(info.dli_fname, '/') : NULL;
+        if (found && !strstr(slash ? slash : info.dli_fname, "libzflow.so")) {
+            /* the module links libzflow.so: with libzflow linked into the
+             * program there would be two runtimes */
+            zfi_error(ZF_ENOTFOUND,
+                      "the cluster module needs libzflow as a shared library: %s links it "
+                      "statically",
+                      info.dli_fname);
+            pthread_mutex_unlock(&mu);
+            return NULL;
         }
+        if ((!env || !*env) && slash)
+            snprintf(beside, sizeof beside, "%.*s/zflow/%s", (int)(slash - info.dli_fname),
+                     info.dli_fname, ZFI_CLUSTER_MODULE_FILE);
         const char *cands[] = {env && *env ? env : beside,
                                env && *env ? "" : ZF_CLUSTER_MODULE_INSTALLED};
         char err[2][PATH_MAX + 256] = {"", ""};
@@ -118,7 +127,8 @@ zf_err zf_cluster_create(const zf_cluster_options *opt, zf_cluster **out)
 }
 
 /* A cluster exists only if the module was loaded: its functions are the
- * module's. */
+ * module's. Without one (c NULL: a daemon of its own) they do what the
+ * module's do for NULL. */
 void zf_cluster_destroy(zf_cluster *c)
 {
     if (c)
@@ -127,18 +137,19 @@ void zf_cluster_destroy(zf_cluster *c)
 
 const char *zf_cluster_name(const zf_cluster *c)
 {
-    return atomic_load(&mod)->name(c);
+    return c ? atomic_load(&mod)->name(c) : NULL;
 }
 
 void zf_cluster_announce(zf_cluster *c, unsigned instances)
 {
-    atomic_load(&mod)->announce(c, instances);
+    if (c)
+        atomic_load(&mod)->announce(c, instances);
 }
 
 zf_err zf_cluster_workers(zf_cluster *c, zf_worker_info **out, size_t *n)
 {
-    if (!c)
-        return zfi_error(ZF_EINVAL, "zf_cluster_workers: NULL cluster");
+    if (!c || !out || !n)
+        return zfi_error(ZF_EINVAL, "zf_cluster_workers: NULL argument");
     return atomic_load(&mod)->workers(c, out, n);
 }
 
@@ -159,7 +170,7 @@ void zf_cluster_stats_get(zf_cluster *c, zf_cluster_stats *out)
 {
     if (c)
         atomic_load(&mod)->stats_get(c, out);
-    else
+    else if (out)
         memset(out, 0, sizeof *out);
 }
 
