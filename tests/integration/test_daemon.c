@@ -575,8 +575,10 @@ ZT_CASE(two_hundred_deploy_destroy_cycles_stay_flat)
     int fds_end = daemon_fds();
     printf("  daemon RSS %.1f MiB after 20 cycles, %.1f MiB after 200; fds %d -> %d\n",
            (double)rss_warm / 1048576, (double)rss_end / 1048576, fds_warm, fds_end);
+    /* 10 %, and at least 1 MiB: malloc's per-thread arenas move by that much
+     * under load, and the daemon without the cluster module is ~6 MiB */
     if (ZT_RSS_MEANINGFUL)
-        ZT_CHECK(rss_end <= rss_warm + rss_warm / 10);
+        ZT_CHECK(rss_end <= rss_warm + rss_warm / 10 + (1u << 20));
     ZT_CHECK(fds_end <= fds_warm + fds_warm / 10 + 1);
     ZT_EQ(stop_daemon(), 0);
 }
