@@ -7,8 +7,10 @@
 #   a block link of capacity 16: capsules per second taken by count over
 #   SECONDS, after one second of warm-up;
 # - 10 MiB at 60 fps: gen with period 16.667ms, frames taken per second;
-# - latency: 64 B every 10 ms, the median of now - the capsule's timestamp
-#   at count (one in flight, as zfpeer-dds measures it);
+# - latency: 64 B every 10 ms and every 100 us, the median of now - the
+#   capsule's timestamp at count, beside zfpeer-dds with the same period
+#   (--period: both ends park between samples, as zflow's do) and back to
+#   back (one in flight, the next as soon as it arrived: both ends hot);
 # - deploy -> RUNNING, destroy.
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd)
@@ -72,6 +74,14 @@ PEER_OUT=$(nice -n 0 "$PEER" --sizes 64,1MiB,10MiB --seconds "$SECS" 2>/dev/null
 echo "$PEER_OUT"
 peer_rate() { echo "$PEER_OUT" | awk -v s="$1" '$3 == s && $4 == $4 {for (i=1;i<=NF;i++) if ($i == "msg/s") print $(i-1)}' | head -1; }
 peer_p50() { echo "$PEER_OUT" | awk -v s="$1" '$3 == s {print $6}' | head -1; }
+# the same 64 B sample every 10 ms and every 100 us
+peer_p50_every() {
+  nice -n 0 "$PEER" --sizes 64 --seconds 0.2 --period "$1" --samples "$2" 2>/dev/null |
+    awk '$1 == "dds_hop" {print $6}' | head -1
+}
+pp50_10ms=$(peer_p50_every 0.01 $((SECS * 100)))
+pp50_100us=$(peer_p50_every 0.0001 $((SECS * 5000)))
+echo "zfpeer-dds 64 B p50: $pp50_10ms ns every 10 ms, $pp50_100us ns every 100 us"
 
 flow t1m 1048576 "" 16;  r1=$(rate t1m); read -r d1 x1 < "$T/t1m.ms"
 flow t10m 10485760 "" 16; r10=$(rate t10m)
@@ -83,5 +93,7 @@ p50=$(sed 's/.*"lat_p50_ns":\([0-9]*\).*/\1/' "$T/l64.json")
 pr1=$(peer_rate 1); pr10=$(peer_rate 10); pp50=$(peer_p50 64)
 echo "zflow cross-worker link: 1 MiB $r1 msg/s (zfpeer-dds $pr1: $(python3 -c "print(f'{$r1 / $pr1 * 100:.0f}')") %);" \
      "10 MiB $r10 msg/s (zfpeer-dds $pr10); 10 MiB at 60 fps: $r60 frames/s;" \
-     "64 B p50 $p50 ns every 10 ms, $p50f ns every 100 us (zfpeer-dds one in flight $pp50 ns: $(python3 -c "print(f'{$p50 / $pp50:.2f}x, {$p50f / $pp50:.2f}x')"));" \
+     "64 B p50 $p50 ns every 10 ms ($(python3 -c "print(f'{$p50 / $pp50_10ms:.2f}x')") zfpeer-dds's $pp50_10ms ns)," \
+     "$p50f ns every 100 us ($(python3 -c "print(f'{$p50f / $pp50_100us:.2f}x')") zfpeer-dds's $pp50_100us ns;" \
+     "zfpeer-dds back to back $pp50 ns);" \
      "deploy -> RUNNING $d1 ms, destroy $x1 ms"

@@ -19,6 +19,8 @@ static const char common_usage[] =
     "MiB)\n"
     "  --max-latency-seconds S  stop a latency phase after S seconds (default 20)\n"
     "  --warmup S      free-running warm-up before the throughput window (default 0.2)\n"
+    "  --period S      latency: one sample every S seconds (one in flight; default 0: the\n"
+    "                  next as soon as the last arrived)\n"
     "  --queues N      zfpeer-gst: queues in the pipeline (default 3; 0-2 to take its costs "
     "apart)\n"
     "  -h, --help      this help\n";
@@ -101,6 +103,8 @@ int peer_parse_args(int argc, char **argv, const char *prog, const char *bench, 
             o->queues = atoi(argv[++i]);
         } else if (!strcmp(a, "--warmup") && more) {
             o->warm_s = atof(argv[++i]);
+        } else if (!strcmp(a, "--period") && more) {
+            o->period_s = atof(argv[++i]);
         } else if (a[0] != '-' && !o->which) {
             o->which = a;
         } else {
@@ -108,9 +112,10 @@ int peer_parse_args(int argc, char **argv, const char *prog, const char *bench, 
             goto bad;
         }
     }
-    if (o->seconds <= 0 || o->warm_s < 0 || o->max_lat_s <= 0 || o->queues < 0 || o->queues > 8) {
+    if (o->seconds <= 0 || o->warm_s < 0 || o->max_lat_s <= 0 || o->queues < 0 || o->queues > 8 ||
+        o->period_s < 0 || o->period_s > 10) {
         fprintf(stderr, "--seconds and --max-latency-seconds must be > 0, --warmup >= 0, "
-                        "--queues 0 to 8\n");
+                        "--queues 0 to 8, --period 0 to 10\n");
         goto bad;
     }
     if (bench && o->which && strcmp(o->which, bench) && strcmp(o->which, "all")) {
@@ -183,7 +188,16 @@ static long latency_phase(const peer_opts *o, size_t size, const peer_hop *h, si
     uint64_t warm_end = t0 + cap / 10, t_end = t0 + cap;
     size_t sent = 0;
     *warm = 0;
+    struct timespec tick;
+    clock_gettime(CLOCK_MONOTONIC, &tick);
     for (;;) {
+        if (o->period_s > 0) { /* sparse traffic: both ends park between samples */
+            uint64_t ns = (uint64_t)tick.tv_nsec + (uint64_t)(o->period_s * 1e9);
+            tick.tv_sec += (time_t)(ns / 1000000000u);
+            tick.tv_nsec = (long)(ns % 1000000000u);
+            while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &tick, NULL) == EINTR)
+                ;
+        }
         if (h->send(h->arg) != 0)
             return -1;
         sent++;

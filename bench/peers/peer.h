@@ -33,6 +33,7 @@ typedef struct peer_opts {
     size_t samples;    /* latency samples per size (scaled down for big sizes) */
     double max_lat_s;  /* latency phase cap per size (the samples actually taken are printed) */
     double warm_s;     /* throughput warm-up before the measured window */
+    double period_s;   /* latency: a sample every period_s (0: back to back) */
     int queues;        /* zfpeer-gst: queues between fakesrc and fakesink (default 3) */
     const char *which; /* positional argument, or NULL */
 } peer_opts;

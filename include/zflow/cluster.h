@@ -54,9 +54,13 @@ typedef struct zf_cluster_options {
 /** Join the domain and announce this worker. On ZF_OK the caller owns *out
  *  (zf_cluster_destroy). Names are not checked for uniqueness across the
  *  domain (two live workers of one name would share its requests): give
- *  each worker its own. Errors: ZF_EINVAL (no name, bad domain, unreadable
- *  key file), ZF_EBUSY (a cluster exists in this process already), ZF_ESYS
- *  (DDS refused: the message says why). */
+ *  each worker its own. The first call loads the cluster module
+ *  (libzflow-cluster.so, docs/cluster.md). Errors: ZF_EINVAL (no name, bad
+ *  domain, unreadable key file), ZF_EBUSY (a cluster exists in this process
+ *  already), ZF_ESYS (DDS refused: the message says why), ZF_ENOTFOUND (the
+ *  module cannot be loaded: the message names each path tried and why, or
+ *  says that this program links libzflow statically, which the module
+ *  cannot share). */
 ZF_EXPORT ZF_NODISCARD zf_err zf_cluster_create(const zf_cluster_options *opt, zf_cluster **out);
 
 /** Leave the domain (the others see this worker leave, not lost) and free

@@ -9,7 +9,8 @@
  * output linked to each local consumer with that link's queue). Every other
  * link stays as it is. The part is an ordinary flow: the runtime, the
  * scheduler, the policies and the stop see ordinary nodes and links. */
-#include "cluster/impl.h"
+#include "cluster/module.h"
+#include "core/common.h"
 #include "graph/flow.h"
 
 #include <stdio.h>
@@ -116,7 +117,7 @@ static long add_bridge(builder *b, const zfi_node *origin, const zfi_port *port,
         return -1;
     n->id = zfi_strdup(id);
     n->kind = out ? ZF_SINK : ZF_SOURCE;
-    n->builtin = out ? &zfi_bridge_out_decl : &zfi_bridge_in_decl;
+    n->builtin_name = out ? ZFI_BRIDGE_OUT_NODE : ZFI_BRIDGE_IN_NODE;
     n->bridge = true;
     zfi_port p = {
         .name = (char *)"data", .type = port->type, .line = origin->line, .col = origin->col};

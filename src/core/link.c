@@ -184,6 +184,12 @@ void zfi_link_set_hooks(zf_link *l, zfi_link_hook on_data, void *data_arg, zfi_l
     l->room_arg = room_arg;
 }
 
+void zfi_link_set_on_data(zf_link *l, zfi_link_hook on_data, void *data_arg)
+{
+    l->on_data = on_data;
+    l->data_arg = data_arg;
+}
+
 /* ---- the ring ---- */
 
 /* Put h at the tail if a cell is free. seq_cst publication: the wake-up

@@ -13,6 +13,9 @@ typedef void (*zfi_link_hook)(void *arg);
  * Set before use. */
 void zfi_link_set_hooks(zf_link *l, zfi_link_hook on_data, void *data_arg, zfi_link_hook on_room,
                         void *room_arg);
+/* Only on_data: a consumer on a thread of its own that handles a push on
+ * the producer's thread (a bridge endpoint). Before the producer runs. */
+void zfi_link_set_on_data(zf_link *l, zfi_link_hook on_data, void *data_arg);
 
 /* Push from inside a runtime callback: never waits. A full `block` link
  * accepts the capsule anyway and sets *park (the producer must not run

@@ -424,9 +424,15 @@ zf_err zfi_builtin_node(const zfi_node *nd, zfi_loaded *out, zf_diag *diag)
     memset(out, 0, sizeof *out);
     out->decl = nd->builtin;
     size_t n = atomic_load(&n_named);
+    bool known = false;
     for (size_t i = 0; !out->decl && nd->builtin_name && i < n; i++)
-        if (!strcmp(named[i].name, nd->builtin_name) && (out->decl = named[i].make(nd)))
+        if (!strcmp(named[i].name, nd->builtin_name) && (known = true) &&
+            (out->decl = named[i].make(nd)))
             out->host_free = named[i].free;
+    if (!out->decl && known) /* make failed: zf_last_error says why (a module missing...) */
+        return zfi_diag_add(diag, ZF_ENOTFOUND, nd->file, nd->line, nd->col, "",
+                            "node '%s': the built-in node '%s' is not available: %s", nd->id,
+                            nd->builtin_name, zf_last_error());
     if (!out->decl)
         return zfi_diag_add(diag, ZF_ENOTFOUND, nd->file, nd->line, nd->col, "",
                             "node '%s': the built-in node '%s' is not in this build", nd->id,

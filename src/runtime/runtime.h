@@ -297,7 +297,8 @@ void zfi_node_finish(zf_node *n);
  * registered: in diag), ZF_ENOMEM. */
 zf_err zfi_builtin_node(const zfi_node *nd, zfi_loaded *out, zf_diag *diag);
 /* Make a built-in node known by name (before any flow uses it): make(nd)
- * returns a declaration with nd's ports (NULL: out of memory), which
+ * returns a declaration with nd's ports (NULL: refused, zf_last_error says
+ * why: out of memory, a module that cannot be loaded), which
  * free_decl releases when the node is unloaded. */
 typedef const zf_node_decl *(*zfi_builtin_make)(const zfi_node *nd);
 void zfi_builtin_register(const char *name, zfi_builtin_make make, zf_host_free_fn free_decl);

@@ -151,13 +151,15 @@ signed() {
 # A slow remote consumer: gen (w1) -> count sleeping 5 ms a capsule (w2),
 # a block link of capacity 8: the producer's rate falls to the consumer's,
 # memory stays within a few capacities of 64 KiB on both sides, nothing is
-# lost.
+# lost. SIZE: 64 KiB (written by the bridge-out's thread), or 256 B (written
+# on the producer's thread while credits allow).
 slow() {
+  local SIZE=$1
   NODES=$B/tests/nodes
   cat > "$T/slow.yaml" <<EOS
 name: slow
 sources:
-  - {id: gen, library: $NODES/libt_gen.so, configuration: {count: 400, size: 65536}, outputs: [out]}
+  - {id: gen, library: $NODES/libt_gen.so, configuration: {count: 400, size: $SIZE}, outputs: [out]}
 sinks:
   - {id: count, library: $NODES/libt_count.so, configuration: {delay_us: 5000, summary: "$T/count.json"}, inputs: [in]}
 links:
@@ -172,13 +174,13 @@ EOS
   uuid=$("$ZF" deploy "$T/slow.yaml" --socket "$T/w1.sock") || fail "deploy"
   sleep 1
   "$ZF" status "$uuid" --socket "$T/w1.sock" -o json > "$T/s1.json" || fail "status"
-  python3 - "$T/s1.json" <<'EOP' || fail "backpressure: $(cat "$T/s1.json")"
+  python3 - "$T/s1.json" "$SIZE" <<'EOP' || fail "backpressure: $(cat "$T/s1.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))
 sent = sum(n["sent"] for n in r["nodes"] if n["id"] == "gen")
 taken = sum(l["dequeued"] for l in r["links"] if l["to"] == "count.in")
 pools = r["pool"]["bytes_in_use"]
-print(f"slow: after 1 s gen sent {sent}, count took {taken}, pools hold {pools} bytes")
+print(f"slow ({sys.argv[2]} B): after 1 s gen sent {sent}, count took {taken}, pools hold {pools} bytes")
 assert taken > 50, "the consumer got too little"
 assert sent - taken <= 40, f"the producer ran {sent - taken} capsules ahead (capacity 8)"
 assert pools <= 6 << 20, "memory beyond a few capacities of 64 KiB"
@@ -194,7 +196,7 @@ sys.exit(0 if sum(l["dequeued"] for l in r["links"] if l["to"] == "count.in") >=
   grep -q "worker w1 .*bytes leaked 0" "$T/destroy.txt" && grep -q "worker w2 .*bytes leaked 0" "$T/destroy.txt" \
     || fail "destroy: $(cat "$T/destroy.txt")"
   stop_all
-  echo "slow: ok (400 of 400 delivered in order under block, producer held to the consumer's rate)"
+  echo "slow ($SIZE B): ok (400 of 400 delivered in order under block, producer held to the consumer's rate)"
 }
 
 # Twenty workers on one machine: a chain gen -> relay x18 -> count, one node
@@ -374,14 +376,15 @@ case $WHAT in
 three) three ;;
 kill) kill_one ;;
 signed) signed ;;
-slow) slow ;;
+slow) slow 65536; cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slow 256 ;;
 twenty) twenty ;;
 netns) netns ;;
 zenoh) zenoh ;;
 slowdrop) slowdrop ;;
 all) three; cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); kill_one
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); signed
-     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slow
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slow 65536
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slow 256
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); twenty
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); netns
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); zenoh

@@ -43,6 +43,7 @@ man -w zfctl zfd
 test "$(pkg-config --modversion zflow)" = "$(dpkg-query -W -f='${Version}' zflow)"
 test -f /usr/lib/cmake/zflow/zflowConfig.cmake
 test -f /usr/lib/libzflow-python.so
+test -f /usr/lib/zflow/libzflow-cluster.so # the cluster module, dlopened by libzflow
 getent passwd zflow >/dev/null
 
 step "zfd from its unit"

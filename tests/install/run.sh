@@ -37,6 +37,30 @@ nm -D --defined-only "$tmp/proj/build/libconsumer_node.so" | grep -q ' zf_node_d
 "$tmp/prefix/bin/zfctl" validate "$tmp/prefix/share/zflow/examples/seed-pipeline/flow.yaml" --flatten \
   --var LIB_DIR="$tmp/prefix/lib/zflow/examples/seed-pipeline" >/dev/null
 test ! -e "$tmp/prefix/bin/zf-bench" # benchmarks are not installed
+echo "== the cluster module, loaded only by a process that joins a domain"
+test -f "$libdir/zflow/libzflow-cluster.so"
+if ldd "$libdir/libzflow.so" | grep -Eq 'libddsc|libsodium'; then
+  echo "libzflow links Cyclone DDS or libsodium (the cluster module should)" >&2
+  exit 1
+fi
+"$tmp/prefix/bin/zfd" --name solo --socket "$tmp/solo.sock" 2>"$tmp/solo.log" &
+solo=$!
+"$tmp/prefix/bin/zfd" --name joined --domain $((100 + $$ % 120)) --socket "$tmp/joined.sock" \
+  2>"$tmp/joined.log" &
+joined=$!
+for _ in $(seq 100); do
+  "$tmp/prefix/bin/zfctl" workers --socket "$tmp/joined.sock" 2>/dev/null | grep -q '^joined ' &&
+    [[ -S "$tmp/solo.sock" ]] && break
+  sleep 0.1
+done
+"$tmp/prefix/bin/zfctl" workers --socket "$tmp/joined.sock" | grep -q '^joined '
+grep -q "$libdir/zflow/libzflow-cluster.so" "/proc/$joined/maps"
+if grep -Eq 'libddsc|libsodium|libzflow-cluster' "/proc/$solo/maps"; then
+  echo "zfd without --domain mapped the cluster module or Cyclone DDS" >&2
+  exit 1
+fi
+kill -TERM "$solo" "$joined"
+wait "$solo" "$joined" || true
 echo "== add_subdirectory(zflow)"
 src=$(cd "$here/../.." && pwd)
 mkdir "$tmp/sub"

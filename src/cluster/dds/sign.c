@@ -1,6 +1,6 @@
 /* Signed control: an HMAC-SHA-512/256 (libsodium's crypto_auth) with the
  * cluster key over every field of a control message but the signature. */
-#include "cluster/impl.h"
+#include "cluster/dds/impl.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* The control topics' types, with their serializer programs written by hand
  * (Cyclone's opcodes, dds_opcodes.h), so no IDL compiler is needed. */
-#include "cluster/impl.h"
+#include "cluster/dds/impl.h"
 
 #include <stddef.h>
 

@@ -14,7 +14,7 @@
  * capsule of the reader endpoint's pool: the receive buffers are not ours.
  * The topic is keyless: one instance, so the instance's key serdata holds
  * no capsule. */
-#include "cluster/impl.h"
+#include "cluster/dds/impl.h"
 
 #include <dds/ddsi/ddsi_serdata.h>
 #include <dds/ddsi/ddsi_sertype.h>

@@ -8,7 +8,7 @@
  * worker, numbered by its sender, signed with the cluster key when one is
  * set. One thread per cluster waits on both readers; each request runs on
  * a thread of its own, so a slow deploy does not hold the others. */
-#include "cluster/impl.h"
+#include "cluster/dds/impl.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -68,7 +68,7 @@ static uint64_t wall_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-const char *zf_cluster_name(const zf_cluster *c)
+const char *zfi_cluster_name(const zf_cluster *c)
 {
     return c ? c->name : NULL;
 }
@@ -170,7 +170,7 @@ static void on_workers(zf_cluster *c)
     }
 }
 
-bool zf_cluster_alive(zf_cluster *c, const char *name)
+bool zfi_cluster_alive(zf_cluster *c, const char *name)
 {
     if (!c || !name)
         return false;
@@ -191,7 +191,7 @@ static void self_info(zf_cluster *c, zf_worker_info *w)
     w->alive = true;
 }
 
-zf_err zf_cluster_workers(zf_cluster *c, zf_worker_info **out, size_t *n)
+zf_err zfi_cluster_workers(zf_cluster *c, zf_worker_info **out, size_t *n)
 {
     *out = NULL;
     *n = 0;
@@ -238,7 +238,7 @@ static void announce_locked(zf_cluster *c, unsigned instances)
         zfi_log(ZF_LOG_WARN, "cluster", "announcing worker '%s': %s", c->name, dds_strretcode(r));
 }
 
-void zf_cluster_announce(zf_cluster *c, unsigned instances)
+void zfi_cluster_announce(zf_cluster *c, unsigned instances)
 {
     if (!c)
         return;
@@ -406,8 +406,8 @@ static void *cluster_main(void *arg)
     return NULL;
 }
 
-zf_err zf_cluster_call(zf_cluster *c, size_t n, const char *const *workers,
-                       const char *const *bodies, int timeout_ms, char **replies, char **errors)
+zf_err zfi_cluster_call(zf_cluster *c, size_t n, const char *const *workers,
+                        const char *const *bodies, int timeout_ms, char **replies, char **errors)
 {
     if (!c || (n && (!workers || !bodies || !replies)))
         return zfi_error(ZF_EINVAL, "zf_cluster_call: NULL argument");
@@ -498,7 +498,7 @@ zf_err zf_cluster_call(zf_cluster *c, size_t n, const char *const *workers,
     return err;
 }
 
-void zf_cluster_stats_get(zf_cluster *c, zf_cluster_stats *out)
+void zfi_cluster_stats_get(zf_cluster *c, zf_cluster_stats *out)
 {
     memset(out, 0, sizeof *out);
     if (!c)
@@ -520,7 +520,7 @@ static bool of_instance(dds_entity_t e, const char *prefix)
     return !strncmp(name, prefix, strlen(prefix));
 }
 
-size_t zf_cluster_entities(zf_cluster *c, const char *uuid)
+size_t zfi_cluster_entities(zf_cluster *c, const char *uuid)
 {
     if (!c || !uuid)
         return 0;
@@ -568,7 +568,7 @@ static dds_qos_t *ctl_qos(void)
     return q;
 }
 
-void zf_cluster_destroy(zf_cluster *c)
+void zfi_cluster_destroy(zf_cluster *c)
 {
     if (!c)
         return;
@@ -603,7 +603,7 @@ static zf_err dds_fail(zf_cluster *c, const char *what, dds_return_t r)
     zf_err e = zfi_error(ZF_ESYS, "Cyclone DDS: %s: %s", what, dds_strretcode(r));
     char keep[512];
     snprintf(keep, sizeof keep, "%s", zf_last_error());
-    zf_cluster_destroy(c);
+    zfi_cluster_destroy(c);
     return zfi_error(e, "%s", keep);
 }
 
@@ -619,7 +619,7 @@ char *zfi_dds_config_text(const char *given, int64_t lease_ns)
     return zfi_asprintf(loopback_config, (long long)(lease_ns / 1000000));
 }
 
-zf_err zf_cluster_create(const zf_cluster_options *opt, zf_cluster **out)
+zf_err zfi_cluster_create(const zf_cluster_options *opt, zf_cluster **out)
 {
     if (!opt || !out || !opt->name || !*opt->name)
         return zfi_error(ZF_EINVAL, "zf_cluster_create: a worker name is required");
@@ -651,7 +651,7 @@ zf_err zf_cluster_create(const zf_cluster_options *opt, zf_cluster **out)
     if (opt->key_file && zfi_key_load(opt->key_file, &c->key) != ZF_OK) {
         char keep[512];
         snprintf(keep, sizeof keep, "%s", zf_last_error());
-        zf_cluster_destroy(c);
+        zfi_cluster_destroy(c);
         return zfi_error(ZF_EINVAL, "%s", keep);
     }
     pthread_mutex_lock(&the_mu);
@@ -660,7 +660,7 @@ zf_err zf_cluster_create(const zf_cluster_options *opt, zf_cluster **out)
         the_cluster = c;
     pthread_mutex_unlock(&the_mu);
     if (taken) {
-        zf_cluster_destroy(c);
+        zfi_cluster_destroy(c);
         return zfi_error(ZF_EBUSY, "this process is in a cluster already");
     }
     char *cfg = zfi_dds_config_text(opt->config, c->lease_ns);

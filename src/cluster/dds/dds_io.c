@@ -16,8 +16,7 @@
  * They use the process's cluster participant (zfd --domain), or one of
  * their own on $ZF_DOMAIN (default 0) with the cluster's configuration
  * rules ($ZF_DDS_CONFIG, else $CYCLONEDDS_URI, else loopback). */
-#include "cluster/impl.h"
-#include "runtime/runtime.h"
+#include "cluster/dds/impl.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -115,7 +114,7 @@ static void io_free(dds_io *s)
     if (s->thread_started) {
         atomic_store(&s->stop, true);
         dds_set_guardcondition(s->guard, true);
-        zfi_node_close_outputs(s->n); /* wakes a send into a full link */
+        zfi_node_end_outputs(s->n, false); /* wakes a send into a full link */
         pthread_join(s->thread, NULL);
     }
     for (size_t i = 0; i < s->n_ports; i++) {
@@ -280,15 +279,12 @@ typedef struct io_decl {
     zf_port_decl ports[];
 } io_decl;
 
-static const zf_node_decl *make(const zfi_node *nd, bool sub)
+const zf_node_decl *zfi_zenoh_make(bool sub, const zf_port_decl *ports, size_t np)
 {
-    size_t np = sub ? nd->n_outputs : nd->n_inputs;
-    const zfi_port *src = sub ? nd->outputs : nd->inputs;
     io_decl *x = zfi_calloc(1, sizeof *x + (np + 1) * sizeof x->ports[0]);
     if (!x)
         return NULL;
-    for (size_t i = 0; i < np; i++)
-        x->ports[i] = (zf_port_decl){src[i].name, src[i].type};
+    memcpy(x->ports, ports, np * sizeof ports[0]);
     x->decl =
         (zf_node_decl){.abi = ZF_ABI_VERSION,
                        .kind = sub ? ZF_SOURCE : ZF_SINK,
@@ -303,23 +299,7 @@ static const zf_node_decl *make(const zfi_node *nd, bool sub)
     return &x->decl;
 }
 
-static const zf_node_decl *make_sub(const zfi_node *nd)
-{
-    return make(nd, true);
-}
-
-static const zf_node_decl *make_pub(const zfi_node *nd)
-{
-    return make(nd, false);
-}
-
-static void free_decl(const zf_node_decl *d)
+void zfi_zenoh_free_decl(const zf_node_decl *d)
 {
     free((void *)d); /* the io_decl it begins */
-}
-
-__attribute__((constructor)) static void register_builtins(void)
-{
-    zfi_builtin_register("zenoh-subscribers", make_sub, free_decl);
-    zfi_builtin_register("zenoh-publishers", make_pub, free_decl);
 }

@@ -1,9 +1,13 @@
-/* The cluster's internals: control types (types.c), the capsule sertype
- * (sertype.c), membership and control (cluster.c), bridge endpoints
- * (bridge.c), placement (place.c), signing (sign.c). */
+/* The cluster module's internals (libzflow-cluster.so, ../module.h):
+ * control types (types.c), the capsule sertype (sertype.c), membership and
+ * control (cluster.c), bridge endpoints (bridge.c), Zenoh-Flow's built-ins
+ * (dds_io.c), signing (sign.c), libzflow's table (host.c). Of libzflow's
+ * internals the module uses only the host table's functions, which host.c
+ * defines under their libzflow names (zfi_error, zfi_log...). */
 #ifndef ZFI_CLUSTER_IMPL_H
 #define ZFI_CLUSTER_IMPL_H
 
+#include "cluster/module.h"
 #include "core/common.h"
 #include "zflow/zflow.h"
 
@@ -111,17 +115,22 @@ struct zf_cluster {
 /* The process's cluster (bridge endpoints find it here), or NULL. */
 zf_cluster *zfi_cluster_get(void);
 
+/* The module's side of the public zf_cluster_* functions (same contracts). */
+zf_err zfi_cluster_create(const zf_cluster_options *opt, zf_cluster **out);
+void zfi_cluster_destroy(zf_cluster *c);
+const char *zfi_cluster_name(const zf_cluster *c);
+void zfi_cluster_announce(zf_cluster *c, unsigned instances);
+zf_err zfi_cluster_workers(zf_cluster *c, zf_worker_info **out, size_t *n);
+bool zfi_cluster_alive(zf_cluster *c, const char *name);
+zf_err zfi_cluster_call(zf_cluster *c, size_t n, const char *const *workers,
+                        const char *const *bodies, int timeout_ms, char **replies, char **errors);
+void zfi_cluster_stats_get(zf_cluster *c, zf_cluster_stats *out);
+size_t zfi_cluster_entities(zf_cluster *c, const char *uuid);
+
 /* The DDS configuration to use (cluster.c): cfg if given, else
  * $ZF_DDS_CONFIG, else NULL when $CYCLONEDDS_URI is set (Cyclone reads it),
  * else the loopback default with this lease (0: 1 s). free() it. */
 char *zfi_dds_config_text(const char *cfg, int64_t lease_ns);
-
-/* ---- placement (place.c) ---- */
-
-/* A DDS topic name in place: Cyclone 0.10 accepts letters, digits, '_' and
- * '/' only; any other byte becomes '_' (the UUID's dashes, a composite's
- * '>'). */
-void zfi_topic_name(char *s);
 
 /* ---- bridge endpoints (bridge.c) ---- */
 
@@ -129,6 +138,16 @@ void zfi_topic_name(char *s);
  * zf_flow_part): topic, type, capacity, readers (out) / writer (in). */
 extern const zf_node_decl zfi_bridge_out_decl;
 extern const zf_node_decl zfi_bridge_in_decl;
+/* Zenoh-Flow's built-ins (dds_io.c): see zfi_cluster_module.zenoh_make. */
+const zf_node_decl *zfi_zenoh_make(bool sub, const zf_port_decl *ports, size_t n);
+void zfi_zenoh_free_decl(const zf_node_decl *d);
+
+/* Libzflow's runtime, through the host table (host.c). */
+zf_link *zfi_node_input(zf_node *n, size_t i);
+void zfi_node_finish(zf_node *n);
+void zfi_node_end_outputs(zf_node *n, bool done);
+void zfi_link_on_data(zf_link *l, void (*on_data)(void *arg), void *arg);
+
 /* A worker was lost: bridges towards it shed load, bridges from it end
  * their stream (c->mu not held). */
 void zfi_bridges_worker_lost(zf_cluster *c, const char *worker);
