@@ -43,7 +43,8 @@
 enum {
     ZFI_RT_STARTED = 1, /* the instance started: sources may produce */
     ZFI_RT_STOP = 2,    /* sources: stop producing; then acknowledge */
-    ZFI_RT_EOS = 4      /* every input saw end of stream: acknowledge when drained */
+    ZFI_RT_EOS = 4,     /* every input saw end of stream: acknowledge when drained */
+    ZFI_RT_BELL = 8     /* idle workers take the outputs: ring to_workers, not to_rt */
 };
 
 typedef struct zfi_cell {
@@ -65,6 +66,9 @@ typedef struct zfi_shm_ctl {
     } rt;
     _Alignas(ZFI_CACHELINE) zfi_evc to_child; /* the child sleeps here */
     _Alignas(ZFI_CACHELINE) zfi_evc to_rt;    /* the runtime's proxy sleeps here */
+    /* Idle runtime workers sleep here (among other words) for outputs; the
+     * child rings it after publishing one (ZFI_RT_BELL). */
+    _Alignas(ZFI_CACHELINE) zfi_evc to_workers;
     struct {
         /* written by the child only; the runtime reads and checks */
         _Alignas(ZFI_CACHELINE) _Atomic uint64_t loan_want; /* bytes wanted (0: none) */

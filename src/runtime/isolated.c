@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sched.h>
 #include <unistd.h>
 
 #define SPIN_NS         2000u       /* a short spin: see docs/isolation.md, "Waiting" */
@@ -93,6 +94,29 @@ struct zfi_iso {
     char last_exit[256]; /* under mu */
     zf_node_decl decl;
     zf_port_decl *in_ports, *out_ports;
+    /* Outputs taken by idle workers (zfi_iso_poll): the slot's lock guards
+     * the output rings' consumer side and the fields below. */
+    int slot;                /* in the runtime's table; -1: none (the proxy takes them) */
+    atomic_bool out_live;    /* the rings are mapped and ZFI_RT_BELL is set */
+    zf_data *held;           /* taken, but its link had no room: the proxy sends it */
+    unsigned held_port;      /* ... on this output */
+    atomic_bool backlog;     /* a link was full: the proxy takes the outputs until drained */
+    atomic_uint sleepers;    /* workers asleep on to_workers (bury waits for none) */
+};
+
+/* The isolated nodes of a runtime whose outputs idle workers take. */
+#define ISO_SLOTS   64u
+#define POLL_BATCH  32u /* cells a worker takes per output per poll */
+
+typedef struct iso_slot {
+    _Alignas(ZFI_CACHELINE) atomic_uint lock; /* 1: taken (a worker or the proxy thread) */
+    _Atomic(zfi_iso *) iso;
+} iso_slot;
+
+struct zfi_iso_table {
+    atomic_uint n; /* slots ever used + 1 */
+    bool waitv;    /* the kernel has FUTEX_WAITV: workers can sleep on children's words */
+    iso_slot slot[ISO_SLOTS];
 };
 
 /* ---- small helpers ---- */
@@ -100,6 +124,33 @@ struct zfi_iso {
 static uint64_t now_ns(void)
 {
     return zf_clock_ns();
+}
+
+static iso_slot *slot_of(zfi_iso *iso)
+{
+    struct zfi_iso_table *t = atomic_load_explicit(&iso->n->inst->rt->isos, memory_order_acquire);
+    return iso->slot >= 0 && t ? &t->slot[iso->slot] : NULL;
+}
+
+static bool slot_trylock(iso_slot *s)
+{
+    return !atomic_load_explicit(&s->lock, memory_order_relaxed) &&
+           !atomic_exchange_explicit(&s->lock, 1, memory_order_acquire);
+}
+
+/* The proxy thread's side: workers hold it only for non-blocking work. */
+static void out_lock(zfi_iso *iso)
+{
+    iso_slot *s = slot_of(iso);
+    while (s && !slot_trylock(s))
+        sched_yield();
+}
+
+static void out_unlock(zfi_iso *iso)
+{
+    iso_slot *s = slot_of(iso);
+    if (s)
+        atomic_store_explicit(&s->lock, 0, memory_order_release);
 }
 
 static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline)
@@ -436,9 +487,15 @@ static zf_err incarnate(zfi_iso *iso)
         flags |= ZFI_RT_STARTED;
     if (atomic_load(&n->inst->sources_stopped) && n->desc->kind == ZF_SOURCE)
         flags |= ZFI_RT_STOP;
+    struct zfi_iso_table *t = atomic_load(&n->inst->rt->isos);
+    if (slot_of(iso) && t->waitv)
+        flags |= ZFI_RT_BELL; /* idle workers take its outputs */
     atomic_store(&iso->m.ctl->rt.flags, flags);
     atomic_store(&iso->pid, c.pid);
     pthread_mutex_unlock(&iso->mu);
+    out_lock(iso);
+    atomic_store(&iso->out_live, (flags & ZFI_RT_BELL) != 0);
+    out_unlock(iso);
     if (pthread_create(&iso->watcher, NULL, watch_main, iso) != 0) {
         /* No watcher, no death: end it here. */
         zfi_child_kill(&c);
@@ -446,6 +503,9 @@ static zf_err incarnate(zfi_iso *iso)
         bool failed;
         int sig;
         zfi_child_reap(&iso->child, why, sizeof why, &failed, &sig);
+        out_lock(iso); /* (no worker sleeps on it: it published nothing) */
+        atomic_store(&iso->out_live, false);
+        out_unlock(iso);
         pthread_mutex_lock(&iso->mu);
         iso->alive = false;
         iso->have_shm = false;
@@ -573,65 +633,125 @@ typedef struct published {
     size_t n, cap;
 } published;
 
-/* Outputs and completions (proxy thread). With `later`, outputs are kept
- * there instead of sent. */
-static bool drain_data(zfi_iso *iso, published *later)
+/* After a take from r: if the ring had been full, its producer (the child)
+ * may wait for room: wake it. (The take's seq_cst store of head, then this
+ * load of tail: a child that saw no room had published a full tail first.) */
+static void freed_cell(zfi_iso *iso, zfi_ring *r)
 {
-    zf_node *n = iso->n;
-    bool did = false;
-    for (size_t o = 0; o < iso->m.n_out; o++) {
-        for (;;) {
-            uint64_t h = 0, len = 0;
-            int k = zfi_ring_take(&iso->m.out[o], &h, &len);
-            if (k < 0) {
-                kill_child(iso, "it wrote an impossible tail into output ring %zu", o);
-                return did;
-            }
-            if (!k)
-                break;
-            did = true;
-            bool keep = len & ZFI_CELL_KEEP;
-            pthread_mutex_lock(&iso->mu);
-            zf_data *d = zfi_ledger_take(&iso->ledger, h);
-            if (d && keep && !zfi_ledger_add(&iso->ledger, h, d)) {
-                zf_data_unref(d); /* cannot record it: the child's reference is gone */
-                keep = false;
-                d = NULL;
-            }
-            pthread_mutex_unlock(&iso->mu);
-            if (!d) {
-                kill_child(iso, "it sent handle %#llx on output %zu, which it does not hold",
-                           (unsigned long long)h, o);
-                return did;
-            }
-            if (keep)
-                zf_data_ref(d);
-            len &= ZFI_CELL_LEN_MASK;
-            if (zf_data_is_unique(d)) {
-                if (len > d->cap) {
-                    zf_data_unref(d);
-                    kill_child(iso, "it sent %llu bytes in a block of %llu",
-                               (unsigned long long)len, (unsigned long long)d->cap);
-                    return did;
-                }
-                d->len = len;
-            }
-            /* As a thread of the node's own: a full `block` link waits
-             * up to send_timeout (then drops, counted); once the instance
-             * halted nobody drains the links: released at once. */
-            if (atomic_load(&n->inst->halted)) {
-                zf_data_unref(d);
-                continue;
-            }
-            if (later && later->n < later->cap) {
-                later->d[later->n] = d;
-                later->port[later->n++] = (unsigned)o;
-                continue;
-            }
-            /* consumed whatever the result: a refusal is counted by the link */
-            ZF_IGNORE(zf_send(n, (unsigned)o, &d));
-        }
+    if (atomic_load_explicit(&r->s->tail, memory_order_seq_cst) - (r->pos - 1) >= r->cap)
+        zfi_evc_notify_shared(&iso->m.ctl->to_child);
+}
+
+/* Take output o's next cell (its consumer: the slot's lock held, or no
+ * slot): 1 and *dp the capsule to send, 0 none, -1 the child lied about
+ * it (killed: its death is handled by the proxy thread). */
+static int take_output(zfi_iso *iso, size_t o, zf_data **dp)
+{
+    uint64_t h = 0, len = 0;
+    int k = zfi_ring_take(&iso->m.out[o], &h, &len);
+    if (k < 0) {
+        kill_child(iso, "it wrote an impossible tail into output ring %zu", o);
+        return -1;
     }
+    if (!k)
+        return 0;
+    freed_cell(iso, &iso->m.out[o]);
+    bool keep = len & ZFI_CELL_KEEP;
+    pthread_mutex_lock(&iso->mu);
+    zf_data *d = zfi_ledger_take(&iso->ledger, h);
+    if (d && keep && !zfi_ledger_add(&iso->ledger, h, d)) {
+        zf_data_unref(d); /* cannot record it: the child's reference is gone */
+        keep = false;
+        d = NULL;
+    }
+    pthread_mutex_unlock(&iso->mu);
+    if (!d) {
+        kill_child(iso, "it sent handle %#llx on output %zu, which it does not hold",
+                   (unsigned long long)h, o);
+        return -1;
+    }
+    if (keep)
+        zf_data_ref(d);
+    len &= ZFI_CELL_LEN_MASK;
+    if (zf_data_is_unique(d)) {
+        if (len > d->cap) {
+            zf_data_unref(d);
+            kill_child(iso, "it sent %llu bytes in a block of %llu", (unsigned long long)len,
+                       (unsigned long long)d->cap);
+            return -1;
+        }
+        d->len = len;
+    }
+    *dp = d;
+    return 1;
+}
+
+/* Send what output o took (proxy thread), or keep it in `later`. As a
+ * thread of the node's own: a full `block` link waits up to send_timeout
+ * (then drops, counted); once the instance halted nobody drains the links:
+ * released at once. */
+static void forward(zfi_iso *iso, unsigned o, zf_data *d, published *later)
+{
+    if (atomic_load(&iso->n->inst->halted)) {
+        zf_data_unref(d);
+        return;
+    }
+    if (later && later->n < later->cap) {
+        later->d[later->n] = d;
+        later->port[later->n++] = o;
+        return;
+    }
+    /* consumed whatever the result: a refusal is counted by the link */
+    ZF_IGNORE(zf_send(iso->n, o, &d));
+}
+
+/* Whether the proxy thread takes the outputs itself: the child does not
+ * ring the workers, a link was full (backlog: blocking sends, in order), or
+ * the child acknowledged a stop or an end of stream (drained here). */
+static bool proxy_takes_outputs(zfi_iso *iso)
+{
+    uint32_t flags = atomic_load(&iso->m.ctl->rt.flags);
+    if (!(flags & ZFI_RT_BELL) || atomic_load(&iso->backlog))
+        return true;
+    uint32_t acked = atomic_load(&iso->m.ctl->child.acked) & flags;
+    return ((acked & ZFI_RT_EOS) && !iso->eos_done) || ((acked & ZFI_RT_STOP) && !iso->stop_done);
+}
+
+/* The outputs (proxy thread). With `later`, they are kept there instead of
+ * sent, and the caller holds the slot's lock (the child is dead); without,
+ * each is taken under the lock and sent outside it. */
+static bool drain_outputs(zfi_iso *iso, published *later)
+{
+    bool did = false;
+    for (;;) {
+        if (!later)
+            out_lock(iso);
+        zf_data *d = iso->held;
+        unsigned o = iso->held_port;
+        iso->held = NULL;
+        for (size_t p = 0; !d && p < iso->m.n_out; p++) {
+            o = (unsigned)p;
+            if (take_output(iso, p, &d) < 0) {
+                if (!later)
+                    out_unlock(iso);
+                return did;
+            }
+        }
+        if (!d)
+            atomic_store(&iso->backlog, false); /* drained: the workers take them again */
+        if (!later)
+            out_unlock(iso);
+        if (!d)
+            return did;
+        did = true;
+        forward(iso, o, d, later);
+    }
+}
+
+/* Completions (proxy thread). */
+static bool drain_comps(zfi_iso *iso)
+{
+    bool did = false;
     for (;;) {
         uint64_t h = 0, len = 0;
         int k = zfi_ring_take(&iso->m.comp, &h, &len);
@@ -640,8 +760,9 @@ static bool drain_data(zfi_iso *iso, published *later)
             return did;
         }
         if (!k)
-            break;
+            return did;
         did = true;
+        freed_cell(iso, &iso->m.comp);
         pthread_mutex_lock(&iso->mu);
         zf_data *d = zfi_ledger_take(&iso->ledger, h);
         pthread_mutex_unlock(&iso->mu);
@@ -652,11 +773,122 @@ static bool drain_data(zfi_iso *iso, published *later)
         }
         zf_data_unref(d);
     }
-    /* The child may wait for room in those rings. (The proxy thread alone
-     * unmaps them: no lock needed.) */
-    if (did)
-        zfi_evc_notify_shared(&iso->m.ctl->to_child);
+}
+
+/* Outputs and completions (proxy thread); see drain_outputs for `later`. */
+static bool drain_data(zfi_iso *iso, published *later)
+{
+    bool did = false;
+    if (later || proxy_takes_outputs(iso))
+        did = drain_outputs(iso, later);
+    return drain_comps(iso) || did;
+}
+
+/* ---- idle workers take the outputs ---- */
+
+/* Deliver what iso's child published, without blocking (a worker, the
+ * slot's lock held): a link without room leaves the rest to the proxy
+ * thread (backlog), in order. */
+static bool poll_one(zfi_iso *iso)
+{
+    zf_node *n = iso->n;
+    bool did = false;
+    if (iso->held || atomic_load_explicit(&iso->backlog, memory_order_relaxed))
+        return false;
+    for (size_t o = 0; o < iso->m.n_out; o++) {
+        for (unsigned k = 0; k < POLL_BATCH && zfi_ring_ready(&iso->m.out[o]); k++) {
+            const zfi_out *out = &n->out[o];
+            bool room = true;
+            for (size_t i = 0; i < out->n && room; i++)
+                room = zfi_link_has_room(out->links[i]);
+            zf_data *d = NULL;
+            int got = room ? take_output(iso, o, &d) : 0;
+            if (got < 0)
+                return did;
+            if (got && atomic_load(&n->inst->halted)) {
+                zf_data_unref(d);
+                d = NULL;
+            } else if (got && zf_try_send(n, (unsigned)o, &d) == ZF_OK) {
+                d = NULL;
+            }
+            did |= got > 0;
+            if (!room || d) {
+                /* (d: refused after all: kept, sent first by the proxy) */
+                iso->held = d;
+                iso->held_port = (unsigned)o;
+                atomic_store(&iso->backlog, true);
+                zfi_evc_kick_shared(&iso->m.ctl->to_rt);
+                return did;
+            }
+        }
+    }
     return did;
+}
+
+bool zfi_iso_poll(zf_runtime *rt)
+{
+    struct zfi_iso_table *t = atomic_load_explicit(&rt->isos, memory_order_acquire);
+    if (!t)
+        return false;
+    bool did = false;
+    unsigned n = atomic_load_explicit(&t->n, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++) {
+        iso_slot *s = &t->slot[i];
+        if (!atomic_load_explicit(&s->iso, memory_order_relaxed) || !slot_trylock(s))
+            continue;
+        zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_relaxed);
+        if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed))
+            did |= poll_one(iso);
+        atomic_store_explicit(&s->lock, 0, memory_order_release);
+    }
+    return did;
+}
+
+void zfi_iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key)
+{
+    struct zfi_iso_table *t = atomic_load_explicit(&rt->isos, memory_order_acquire);
+    if (!t || !t->waitv) {
+        zfi_evc_wait(q, key, -1);
+        return;
+    }
+    zfi_futex_vec v[1 + ISO_SLOTS];
+    zfi_iso *reg[ISO_SLOTS];
+    unsigned nv = 0, nr = 0;
+    v[nv++] = (zfi_futex_vec){&q->seq, key, false};
+    bool work = false;
+    unsigned n = atomic_load_explicit(&t->n, memory_order_acquire);
+    for (unsigned i = 0; i < n && !work; i++) {
+        iso_slot *s = &t->slot[i];
+        if (!atomic_load_explicit(&s->iso, memory_order_relaxed))
+            continue;
+        while (!slot_trylock(s)) /* held briefly: a poll, the proxy taking one, a burial */
+            sched_yield();
+        zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_relaxed);
+        if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed) && !iso->held &&
+            !atomic_load(&iso->backlog)) {
+            /* Registered under the lock: bury waits for us before it
+             * unmaps the rings (sleepers). */
+            atomic_fetch_add(&iso->sleepers, 1);
+            zfi_evc *b = &iso->m.ctl->to_workers;
+            v[nv++] = (zfi_futex_vec){&b->seq, zfi_evc_prepare(b), true};
+            reg[nr++] = iso;
+            for (size_t o = 0; o < iso->m.n_out && !work; o++)
+                work = zfi_ring_ready(&iso->m.out[o]);
+        }
+        atomic_store_explicit(&s->lock, 0, memory_order_release);
+    }
+    if (!work && atomic_load_explicit(&q->seq, memory_order_acquire) == key &&
+        !zfi_futex_waitv(v, nv))
+        zfi_futex_wait(&q->seq, key, -1, false); /* (probed at creation: not reached) */
+    atomic_fetch_sub_explicit(&q->waiters, 1, memory_order_relaxed);
+    for (unsigned k = 0; k < nr; k++) {
+        zfi_iso *iso = reg[k];
+        zfi_evc_cancel(&iso->m.ctl->to_workers);
+        pthread_mutex_lock(&iso->mu);
+        if (atomic_fetch_sub(&iso->sleepers, 1) == 1)
+            pthread_cond_broadcast(&iso->cv);
+        pthread_mutex_unlock(&iso->mu);
+    }
 }
 
 static uint32_t loan_target(uint64_t want)
@@ -782,9 +1014,10 @@ static bool ready(zfi_iso *iso, bool syscalls)
 {
     if (atomic_load(&iso->dead) || atomic_load(&iso->wake))
         return true;
-    for (size_t o = 0; o < iso->m.n_out; o++)
-        if (zfi_ring_ready(&iso->m.out[o]))
-            return true;
+    if (proxy_takes_outputs(iso))
+        for (size_t o = 0; o < iso->m.n_out; o++)
+            if (zfi_ring_ready(&iso->m.out[o]))
+                return true;
     if (zfi_ring_ready(&iso->m.comp))
         return true;
     uint64_t want = atomic_load_explicit(&iso->m.ctl->child.loan_want, memory_order_seq_cst);
@@ -901,7 +1134,15 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
     int sig = 0;
     zfi_child_reap(&iso->child, how, sizeof how, &failed, &sig);
     uint64_t t0 = now_ns();
+    /* The workers stop taking its outputs: the lock keeps them out from
+     * here to the unmapping, and those asleep on its bell are woken and
+     * waited for. */
+    out_lock(iso);
+    atomic_store(&iso->out_live, false);
+    zfi_evc_kick_shared(&iso->m.ctl->to_workers);
     pthread_mutex_lock(&iso->mu);
+    while (atomic_load(&iso->sleepers))
+        pthread_cond_wait(&iso->cv, &iso->mu);
     iso->alive = false; /* the gate closes; proxy_on_input drops */
     enum phase ph = iso->phase;
     pthread_mutex_unlock(&iso->mu);
@@ -924,6 +1165,8 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
     iso->copies_dead += atomic_load(&iso->m.ctl->child.copies);
     iso->have_shm = false;
     zfi_shm_unmap(&iso->m);
+    out_unlock(iso);
+    atomic_store(&iso->backlog, false);
     zfi_child_close(&iso->child);
     atomic_store(&iso->pid, 0);
     if (iso->kill_reason[0]) {
@@ -1099,6 +1342,57 @@ static void add_child_diag(zfi_iso *iso, zf_diag *diag)
                      "node '%s': its isolated process did not load it: %s", nd->id, iso->init_msg);
 }
 
+/* Whether the kernel has FUTEX_WAITV (a word that differs: it returns at
+ * once, EAGAIN). */
+static bool waitv_works(void)
+{
+    _Atomic uint32_t w = 1;
+    zfi_futex_vec v = {&w, 0, false};
+    return zfi_futex_waitv(&v, 1);
+}
+
+/* A slot in the runtime's table, so that idle workers take the node's
+ * outputs (none free: its proxy thread takes them). */
+static void take_slot(zfi_iso *iso)
+{
+    zf_runtime *rt = iso->n->inst->rt;
+    pthread_mutex_lock(&rt->mu);
+    struct zfi_iso_table *t = atomic_load(&rt->isos);
+    if (!t) {
+        t = zfi_calloc(1, sizeof *t);
+        if (t) {
+            t->waitv = waitv_works();
+            atomic_store_explicit(&rt->isos, t, memory_order_release);
+        }
+    }
+    for (unsigned i = 0; t && i < ISO_SLOTS; i++)
+        if (!atomic_load(&t->slot[i].iso) && !atomic_load(&t->slot[i].lock)) {
+            atomic_store(&t->slot[i].iso, iso);
+            iso->slot = (int)i;
+            if (i + 1 > atomic_load(&t->n))
+                atomic_store_explicit(&t->n, i + 1, memory_order_release);
+            break;
+        }
+    pthread_mutex_unlock(&rt->mu);
+}
+
+static void drop_slot(zfi_iso *iso)
+{
+    iso_slot *s = slot_of(iso);
+    if (!s)
+        return;
+    out_lock(iso);
+    atomic_store(&s->iso, NULL);
+    out_unlock(iso);
+    iso->slot = -1;
+}
+
+void zfi_iso_table_free(zf_runtime *rt)
+{
+    free(atomic_load(&rt->isos));
+    atomic_store(&rt->isos, NULL);
+}
+
 zf_err zfi_iso_create(zf_node *n, zf_diag *diag)
 {
     const zfi_node *nd = n->desc;
@@ -1118,6 +1412,7 @@ zf_err zfi_iso_create(zf_node *n, zf_diag *diag)
     pthread_cond_init(&iso->cv, &ca);
     pthread_condattr_destroy(&ca);
     iso->child.pidfd = iso->child.sock = -1;
+    iso->slot = -1;
     iso->in_ports = zfi_calloc(nd->n_inputs + 1, sizeof *iso->in_ports);
     iso->out_ports = zfi_calloc(nd->n_outputs + 1, sizeof *iso->out_ports);
     iso->restart_times = zfi_calloc(nd->max_restarts + 1, sizeof *iso->restart_times);
@@ -1150,6 +1445,7 @@ zf_err zfi_iso_create(zf_node *n, zf_diag *diag)
                             "node '%s': a path or name of this node holds a newline or a tab, "
                             "which the description sent to its process cannot carry",
                             nd->id);
+    take_slot(iso);
     if (pthread_create(&iso->thread, NULL, proxy_main, iso) != 0)
         return zfi_error(ZF_ESYS, "node '%s': cannot start its proxy thread", nd->id);
     iso->thread_started = true;
@@ -1205,6 +1501,7 @@ void zfi_iso_free(zf_node *n)
     if (!iso)
         return;
     join_proxy(iso);
+    drop_slot(iso);
     zfi_ledger_free(&iso->ledger);
     free(iso->large_sent);
     free(iso->restart_times);

@@ -384,7 +384,11 @@ zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
     pthread_mutex_lock(&H.mu);
     push(r, h, (c->len & ZFI_CELL_LEN_MASK) | (keep ? ZFI_CELL_KEEP : 0));
     pthread_mutex_unlock(&H.mu);
-    zfi_evc_notify_shared(&H.m.ctl->to_rt);
+    /* Idle workers of the runtime take it (the proxy thread then sleeps on) */
+    if (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_relaxed) & ZFI_RT_BELL)
+        zfi_evc_notify_shared(&H.m.ctl->to_workers);
+    else
+        zfi_evc_notify_shared(&H.m.ctl->to_rt);
     atomic_fetch_add_explicit(&n->sent, 1, memory_order_relaxed);
     if (keep)
         zf_data_unref(c); /* a local reference; the runtime took its own */
