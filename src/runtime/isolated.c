@@ -28,12 +28,12 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sched.h>
 #include <unistd.h>
 
 #define SPIN_NS         2000u       /* a short spin: see docs/isolation.md, "Waiting" */
@@ -96,17 +96,17 @@ struct zfi_iso {
     zf_port_decl *in_ports, *out_ports;
     /* Outputs taken by idle workers (zfi_iso_poll): the slot's lock guards
      * the output rings' consumer side and the fields below. */
-    int slot;                /* in the runtime's table; -1: none (the proxy takes them) */
-    atomic_bool out_live;    /* the rings are mapped and ZFI_RT_BELL is set */
-    zf_data *held;           /* taken, but its link had no room: the proxy sends it */
-    unsigned held_port;      /* ... on this output */
-    atomic_bool backlog;     /* a link was full: the proxy takes the outputs until drained */
-    atomic_uint sleepers;    /* workers asleep on to_workers (bury waits for none) */
+    int slot;             /* in the runtime's table; -1: none (the proxy takes them) */
+    atomic_bool out_live; /* the rings are mapped and ZFI_RT_BELL is set */
+    zf_data *held;        /* taken, but its link had no room: the proxy sends it */
+    unsigned held_port;   /* ... on this output */
+    atomic_bool backlog;  /* a link was full: the proxy takes the outputs until drained */
+    atomic_uint sleepers; /* workers asleep on to_workers (bury waits for none) */
 };
 
 /* The isolated nodes of a runtime whose outputs idle workers take. */
-#define ISO_SLOTS   64u
-#define POLL_BATCH  32u /* cells a worker takes per output per poll */
+#define ISO_SLOTS  64u
+#define POLL_BATCH 32u /* cells a worker takes per output per poll */
 
 typedef struct iso_slot {
     _Alignas(ZFI_CACHELINE) atomic_uint lock; /* 1: taken (a worker or the proxy thread) */
@@ -705,6 +705,18 @@ static void forward(zfi_iso *iso, unsigned o, zf_data *d, published *later)
     ZF_IGNORE(zf_send(iso->n, o, &d));
 }
 
+/* Whether a cell waits in an output ring (proxy thread; the consumer's
+ * positions are the lock holder's). */
+static bool outputs_waiting(zfi_iso *iso)
+{
+    out_lock(iso);
+    bool any = iso->held != NULL;
+    for (size_t o = 0; o < iso->m.n_out && !any; o++)
+        any = zfi_ring_ready(&iso->m.out[o]);
+    out_unlock(iso);
+    return any;
+}
+
 /* Whether the proxy thread takes the outputs itself: the child does not
  * ring the workers, a link was full (backlog: blocking sends, in order), or
  * the child acknowledged a stop or an end of stream (drained here). */
@@ -817,6 +829,7 @@ static bool poll_one(zfi_iso *iso)
                 iso->held = d;
                 iso->held_port = (unsigned)o;
                 atomic_store(&iso->backlog, true);
+                atomic_store(&iso->wake, true);
                 zfi_evc_kick_shared(&iso->m.ctl->to_rt);
                 return did;
             }
@@ -864,15 +877,17 @@ void zfi_iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key)
         while (!slot_trylock(s)) /* held briefly: a poll, the proxy taking one, a burial */
             sched_yield();
         zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_relaxed);
-        if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed) && !iso->held &&
-            !atomic_load(&iso->backlog)) {
+        if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed)) {
             /* Registered under the lock: bury waits for us before it
              * unmaps the rings (sleepers). */
             atomic_fetch_add(&iso->sleepers, 1);
             zfi_evc *b = &iso->m.ctl->to_workers;
             v[nv++] = (zfi_futex_vec){&b->seq, zfi_evc_prepare(b), true};
             reg[nr++] = iso;
-            for (size_t o = 0; o < iso->m.n_out && !work; o++)
+            /* (Registered even during a backlog: once the proxy thread
+             * drained it, the next output rings us.) */
+            for (size_t o = 0;
+                 o < iso->m.n_out && !work && !iso->held && !atomic_load(&iso->backlog); o++)
                 work = zfi_ring_ready(&iso->m.out[o]);
         }
         atomic_store_explicit(&s->lock, 0, memory_order_release);
@@ -950,6 +965,8 @@ static void room_and_acks(zfi_iso *iso)
 {
     zf_node *n = iso->n;
     bool notify = false;
+    bool outs_empty = !(atomic_load(&iso->m.ctl->child.acked) & (ZFI_RT_EOS | ZFI_RT_STOP)) ||
+                      !outputs_waiting(iso);
     pthread_mutex_lock(&iso->mu);
     if (atomic_load_explicit(&iso->m.ctl->rt.room_wanted, memory_order_seq_cst)) {
         bool room = true; /* half of every input ring free (the child's hysteresis) */
@@ -964,9 +981,6 @@ static void room_and_acks(zfi_iso *iso)
     }
     uint32_t flags = atomic_load(&iso->m.ctl->rt.flags);
     uint32_t acked = atomic_load(&iso->m.ctl->child.acked) & flags;
-    bool outs_empty = true;
-    for (size_t o = 0; o < iso->m.n_out; o++)
-        outs_empty = outs_empty && !zfi_ring_ready(&iso->m.out[o]);
     if ((acked & ZFI_RT_EOS) && outs_empty && !iso->eos_done) {
         iso->eos_done = true;
         notify = true;
@@ -1014,10 +1028,8 @@ static bool ready(zfi_iso *iso, bool syscalls)
 {
     if (atomic_load(&iso->dead) || atomic_load(&iso->wake))
         return true;
-    if (proxy_takes_outputs(iso))
-        for (size_t o = 0; o < iso->m.n_out; o++)
-            if (zfi_ring_ready(&iso->m.out[o]))
-                return true;
+    if (proxy_takes_outputs(iso) && outputs_waiting(iso))
+        return true;
     if (zfi_ring_ready(&iso->m.comp))
         return true;
     uint64_t want = atomic_load_explicit(&iso->m.ctl->child.loan_want, memory_order_seq_cst);
