@@ -99,6 +99,13 @@ typedef struct zfi_shm {
     zfi_ring in[ZFI_PROC_MAX_PORTS], out[ZFI_PROC_MAX_PORTS], comp, loan;
 } zfi_shm;
 
+/* How long a side of these rings spins before it parks on an eventcount
+ * (the child waiting for input, the proxy thread for its child): 2 us on a
+ * machine of 2 CPUs or fewer, where a spinner takes the CPU from the thread
+ * that has the work (docs/isolation.md, "Waiting"); 30 us, as the
+ * runtime's idle workers, with cores to spare. */
+uint64_t zfi_proc_spin_ns(void);
+
 /* Bytes needed for this many ports. */
 size_t zfi_shm_size(size_t n_in, size_t n_out);
 /* Point m's rings into base (size bytes, zfi_shm_size), positions at 0. */

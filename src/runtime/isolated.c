@@ -36,7 +36,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SPIN_NS         2000u       /* a short spin: see docs/isolation.md, "Waiting" */
 #define BACKOFF_BASE_NS 10000000ull /* 10 ms, doubling per restart in the window */
 #define BACKOFF_MAX_NS  2000000000ull
 #define MAX_LOAN        ((uint64_t)1 << 40)
@@ -1113,7 +1112,7 @@ static void run(zfi_iso *iso)
         bool go = false;
         for (unsigned i = 0; !go; i++) {
             go = ready(iso, false);
-            if ((i & 63) == 63 && now_ns() - t0 > SPIN_NS)
+            if ((i & 63) == 63 && now_ns() - t0 > zfi_proc_spin_ns())
                 break;
             zfi_cpu_relax();
         }

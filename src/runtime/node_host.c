@@ -33,7 +33,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SPIN_NS        2000u /* a short spin: see docs/isolation.md, "Waiting" */
 #define HOST_SOCK      3
 #define MAX_BACKOFF_NS 10000000ll
 
@@ -220,7 +219,7 @@ static void wait_child(bool (*ready)(void *), void *arg, int64_t timeout_ns)
     for (unsigned i = 0;; i++) {
         if (ready(arg))
             return;
-        if ((i & 63) == 63 && zf_clock_ns() - t0 > SPIN_NS)
+        if ((i & 63) == 63 && zf_clock_ns() - t0 > zfi_proc_spin_ns())
             break;
         zfi_cpu_relax();
     }
