@@ -63,11 +63,14 @@ typedef struct zfi_shm_ctl {
         _Alignas(ZFI_CACHELINE) _Atomic uint32_t flags;
         _Atomic uint32_t msgs;        /* control messages sent on the socket */
         _Atomic uint32_t room_wanted; /* notify to_rt when an input cell frees */
+        _Atomic uint32_t bell_wanted; /* a worker sleeps on to_workers: wake it */
     } rt;
     _Alignas(ZFI_CACHELINE) zfi_evc to_child; /* the child sleeps here */
     _Alignas(ZFI_CACHELINE) zfi_evc to_rt;    /* the runtime's proxy sleeps here */
-    /* Idle runtime workers sleep here (among other words) for outputs; the
-     * child rings it after publishing one (ZFI_RT_BELL). */
+    /* Idle runtime workers sleep on its sequence (among other words) for
+     * outputs; after publishing one the child bumps it and wakes them when
+     * rt.bell_wanted says one sleeps (ZFI_RT_BELL). Its waiter count is not
+     * used: the runtime's workers count themselves in their own memory. */
     _Alignas(ZFI_CACHELINE) zfi_evc to_workers;
     struct {
         /* written by the child only; the runtime reads and checks */

@@ -95,12 +95,13 @@ struct zfi_iso {
     zf_port_decl *in_ports, *out_ports;
     /* Outputs taken by idle workers (zfi_iso_poll): the slot's lock guards
      * the output rings' consumer side and the fields below. */
-    int slot;             /* in the runtime's table; -1: none (the proxy takes them) */
-    atomic_bool out_live; /* the rings are mapped and ZFI_RT_BELL is set */
-    zf_data *held;        /* taken, but its link had no room: the proxy sends it */
-    unsigned held_port;   /* ... on this output */
-    atomic_bool backlog;  /* a link was full: the proxy takes the outputs until drained */
-    atomic_uint sleepers; /* workers asleep on to_workers (bury waits for none) */
+    int slot;              /* in the runtime's table; -1: none (the proxy takes them) */
+    atomic_bool out_live;  /* the rings are mapped and ZFI_RT_BELL is set */
+    zf_data *held;         /* taken, but its link had no room: the proxy sends it */
+    unsigned held_port;    /* ... on this output */
+    atomic_bool backlog;   /* a link was full: the proxy takes the outputs until drained */
+    atomic_uint sleepers;  /* workers asleep on to_workers (zfi_iso_free waits for none) */
+    uint32_t incarnations; /* (proxy thread) */
 };
 
 /* The isolated nodes of a runtime whose outputs idle workers take. */
@@ -452,6 +453,9 @@ static zf_err incarnate(zfi_iso *iso)
     if (fd < 0)
         return zfi_error(ZF_ESYS, "node '%s': creating its rings: %s", n->desc->id,
                          strerror(errno));
+    /* A worker's key read from an earlier incarnation's word never matches
+     * this one's (if the new memory lands at the same address). */
+    atomic_store(&m.ctl->to_workers.seq, (uint32_t)(++iso->incarnations << 20));
     char *spec = spec_text(n);
     if (!spec) {
         zfi_shm_unmap(&m);
@@ -804,6 +808,9 @@ static bool poll_one(zfi_iso *iso)
 {
     zf_node *n = iso->n;
     bool did = false;
+    if (!atomic_load(&iso->sleepers) &&
+        atomic_load_explicit(&iso->m.ctl->rt.bell_wanted, memory_order_relaxed))
+        atomic_store_explicit(&iso->m.ctl->rt.bell_wanted, 0, memory_order_relaxed);
     if (iso->held || atomic_load_explicit(&iso->backlog, memory_order_relaxed))
         return false;
     for (size_t o = 0; o < iso->m.n_out; o++) {
@@ -877,11 +884,14 @@ void zfi_iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key)
             sched_yield();
         zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_relaxed);
         if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed)) {
-            /* Registered under the lock: bury waits for us before it
-             * unmaps the rings (sleepers). */
+            /* Announced under the lock, the key read first; after the
+             * sleep nothing of the rings is touched (a burial may have
+             * unmapped them: it wakes us first), only sleepers, which
+             * zfi_iso_free waits for. */
+            _Atomic uint32_t *seq = &iso->m.ctl->to_workers.seq;
+            v[nv++] = (zfi_futex_vec){seq, atomic_load_explicit(seq, memory_order_acquire), true};
             atomic_fetch_add(&iso->sleepers, 1);
-            zfi_evc *b = &iso->m.ctl->to_workers;
-            v[nv++] = (zfi_futex_vec){&b->seq, zfi_evc_prepare(b), true};
+            atomic_store_explicit(&iso->m.ctl->rt.bell_wanted, 1, memory_order_seq_cst);
             reg[nr++] = iso;
             /* (Registered even during a backlog: once the proxy thread
              * drained it, the next output rings us.) */
@@ -897,7 +907,6 @@ void zfi_iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key)
     atomic_fetch_sub_explicit(&q->waiters, 1, memory_order_relaxed);
     for (unsigned k = 0; k < nr; k++) {
         zfi_iso *iso = reg[k];
-        zfi_evc_cancel(&iso->m.ctl->to_workers);
         pthread_mutex_lock(&iso->mu);
         if (atomic_fetch_sub(&iso->sleepers, 1) == 1)
             pthread_cond_broadcast(&iso->cv);
@@ -1146,14 +1155,12 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
     zfi_child_reap(&iso->child, how, sizeof how, &failed, &sig);
     uint64_t t0 = now_ns();
     /* The workers stop taking its outputs: the lock keeps them out from
-     * here to the unmapping, and those asleep on its bell are woken and
-     * waited for. */
+     * here to the unmapping; those asleep on its bell are woken (they
+     * touch nothing of the rings after their sleep). */
     out_lock(iso);
     atomic_store(&iso->out_live, false);
     zfi_evc_kick_shared(&iso->m.ctl->to_workers);
     pthread_mutex_lock(&iso->mu);
-    while (atomic_load(&iso->sleepers))
-        pthread_cond_wait(&iso->cv, &iso->mu);
     iso->alive = false; /* the gate closes; proxy_on_input drops */
     enum phase ph = iso->phase;
     pthread_mutex_unlock(&iso->mu);
@@ -1396,6 +1403,11 @@ static void drop_slot(zfi_iso *iso)
     atomic_store(&s->iso, NULL);
     out_unlock(iso);
     iso->slot = -1;
+    /* Workers woken at the last burial may still count themselves here. */
+    pthread_mutex_lock(&iso->mu);
+    while (atomic_load(&iso->sleepers))
+        pthread_cond_wait(&iso->cv, &iso->mu);
+    pthread_mutex_unlock(&iso->mu);
 }
 
 void zfi_iso_table_free(zf_runtime *rt)

@@ -384,9 +384,12 @@ zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
     push(r, h, (c->len & ZFI_CELL_LEN_MASK) | (keep ? ZFI_CELL_KEEP : 0));
     pthread_mutex_unlock(&H.mu);
     /* Idle workers of the runtime take it (the proxy thread then sleeps on) */
-    if (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_relaxed) & ZFI_RT_BELL)
-        zfi_evc_notify_shared(&H.m.ctl->to_workers);
-    else
+    if (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_relaxed) & ZFI_RT_BELL) {
+        /* (the tail's seq_cst store, then this seq_cst load: a worker that
+         * announced itself before it checked the ring is seen) */
+        if (atomic_load_explicit(&H.m.ctl->rt.bell_wanted, memory_order_seq_cst))
+            zfi_evc_kick_shared(&H.m.ctl->to_workers);
+    } else
         zfi_evc_notify_shared(&H.m.ctl->to_rt);
     atomic_fetch_add_explicit(&n->sent, 1, memory_order_relaxed);
     if (keep)
