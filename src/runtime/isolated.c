@@ -96,7 +96,7 @@ struct zfi_iso {
     /* Outputs taken by idle workers (zfi_iso_poll): the slot's lock guards
      * the output rings' consumer side and the fields below. */
     int slot;              /* in the runtime's table; -1: none (the proxy takes them) */
-    atomic_bool out_live;  /* the rings are mapped and ZFI_RT_BELL is set */
+    atomic_bool out_live;  /* up, ZFI_RT_BELL set: the workers take the outputs (go_live) */
     zf_data *held;         /* taken, but its link had no room: the proxy sends it */
     unsigned held_port;    /* ... on this output */
     atomic_bool backlog;   /* a link was full: the proxy takes the outputs until drained */
@@ -496,9 +496,7 @@ static zf_err incarnate(zfi_iso *iso)
     atomic_store(&iso->m.ctl->rt.flags, flags);
     atomic_store(&iso->pid, c.pid);
     pthread_mutex_unlock(&iso->mu);
-    out_lock(iso);
-    atomic_store(&iso->out_live, (flags & ZFI_RT_BELL) != 0);
-    out_unlock(iso);
+
     if (pthread_create(&iso->watcher, NULL, watch_main, iso) != 0) {
         /* No watcher, no death: end it here. */
         zfi_child_kill(&c);
@@ -538,6 +536,21 @@ static void node_log(zfi_iso *iso, int32_t level, const char *text)
     if (level < ZF_LOG_ERROR || level > ZF_LOG_DEBUG)
         level = ZF_LOG_INFO;
     zfi_log_at(&iso->n->origin, (zf_log_level)level, scope, "%s", tab ? tab + 1 : text);
+}
+
+/* Its init returned (proxy thread): from now idle workers take its outputs
+ * (until then the proxy thread does). Set under the slot's lock after the
+ * instance was wired and started to init (a worker reading the node's
+ * links synchronizes with it through the lock); the workers asleep are
+ * woken, so that they sleep on its word too. */
+static void go_live(zfi_iso *iso)
+{
+    if (!(atomic_load(&iso->m.ctl->rt.flags) & ZFI_RT_BELL))
+        return;
+    out_lock(iso);
+    atomic_store(&iso->out_live, true);
+    out_unlock(iso);
+    zfi_evc_notify(&iso->n->inst->rt->q_evc);
 }
 
 /* Control messages from the child (proxy thread). */
@@ -618,9 +631,12 @@ static bool drain_msgs(zfi_iso *iso)
             kill_child(iso, "it sent an unknown control message (%u)", msg.type);
         }
         pthread_cond_broadcast(&iso->cv);
-        bool now_up = msg.type == ZFI_MSG_INIT_DONE && iso->phase == PH_UP && !iso->first;
+        bool up = msg.type == ZFI_MSG_INIT_DONE && iso->phase == PH_UP;
+        bool now_up = up && !iso->first;
         pthread_mutex_unlock(&iso->mu);
         zfi_msg_free(&msg);
+        if (up)
+            go_live(iso);
         if (now_up) {
             zfi_node_restarted(n, atomic_load(&iso->restarts));
             zfi_node_notify(n);
@@ -653,7 +669,9 @@ static int take_output(zfi_iso *iso, size_t o, zf_data **dp)
     uint64_t h = 0, len = 0;
     int k = zfi_ring_take(&iso->m.out[o], &h, &len);
     if (k < 0) {
+        pthread_mutex_lock(&iso->mu); /* (a worker or the proxy thread) */
         kill_child(iso, "it wrote an impossible tail into output ring %zu", o);
+        pthread_mutex_unlock(&iso->mu);
         return -1;
     }
     if (!k)
@@ -667,20 +685,23 @@ static int take_output(zfi_iso *iso, size_t o, zf_data **dp)
         keep = false;
         d = NULL;
     }
-    pthread_mutex_unlock(&iso->mu);
-    if (!d) {
+    if (!d)
         kill_child(iso, "it sent handle %#llx on output %zu, which it does not hold",
                    (unsigned long long)h, o);
+    pthread_mutex_unlock(&iso->mu);
+    if (!d)
         return -1;
-    }
     if (keep)
         zf_data_ref(d);
     len &= ZFI_CELL_LEN_MASK;
     if (zf_data_is_unique(d)) {
         if (len > d->cap) {
+            uint64_t cap = d->cap;
             zf_data_unref(d);
+            pthread_mutex_lock(&iso->mu);
             kill_child(iso, "it sent %llu bytes in a block of %llu", (unsigned long long)len,
-                       (unsigned long long)d->cap);
+                       (unsigned long long)cap);
+            pthread_mutex_unlock(&iso->mu);
             return -1;
         }
         d->len = len;
@@ -726,7 +747,7 @@ static bool outputs_waiting(zfi_iso *iso)
 static bool proxy_takes_outputs(zfi_iso *iso)
 {
     uint32_t flags = atomic_load(&iso->m.ctl->rt.flags);
-    if (!(flags & ZFI_RT_BELL) || atomic_load(&iso->backlog))
+    if (!(flags & ZFI_RT_BELL) || !atomic_load(&iso->out_live) || atomic_load(&iso->backlog))
         return true;
     uint32_t acked = atomic_load(&iso->m.ctl->child.acked) & flags;
     return ((acked & ZFI_RT_EOS) && !iso->eos_done) || ((acked & ZFI_RT_STOP) && !iso->stop_done);
