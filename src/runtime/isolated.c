@@ -95,13 +95,14 @@ struct zfi_iso {
     zf_port_decl *in_ports, *out_ports;
     /* Outputs taken by idle workers (zfi_iso_poll): the slot's lock guards
      * the output rings' consumer side and the fields below. */
-    int slot;              /* in the runtime's table; -1: none (the proxy takes them) */
-    atomic_bool out_live;  /* up, ZFI_RT_BELL set: the workers take the outputs (go_live) */
-    zf_data *held;         /* taken, but its link had no room: the proxy sends it */
-    unsigned held_port;    /* ... on this output */
-    atomic_bool backlog;   /* a link was full: the proxy takes the outputs until drained */
-    atomic_uint sleepers;  /* workers asleep on to_workers (zfi_iso_free waits for none) */
-    uint32_t incarnations; /* (proxy thread) */
+    int slot;                  /* in the runtime's table; -1: none (the proxy takes them) */
+    atomic_bool out_live;      /* up, ZFI_RT_BELL set: the workers take the outputs (go_live) */
+    zf_data *held;             /* taken, but its link had no room: the proxy sends it */
+    unsigned held_port;        /* ... on this output */
+    atomic_bool backlog;       /* a link was full: the proxy takes the outputs until drained */
+    atomic_uint sleepers;      /* workers asleep on to_workers (zfi_iso_free waits for none) */
+    atomic_bool comps_waiting; /* completions wait for outputs taken first (drain_comps) */
+    uint32_t incarnations;     /* (proxy thread) */
 };
 
 /* The isolated nodes of a runtime whose outputs idle workers take. */
@@ -785,10 +786,25 @@ static bool drain_outputs(zfi_iso *iso, published *later)
 }
 
 /* Completions (proxy thread). */
-static bool drain_comps(zfi_iso *iso)
+static bool drain_comps(zfi_iso *iso, bool dead)
 {
     bool did = false;
-    for (;;) {
+    /* A completion may release a capsule the child sent just before with
+     * KEEP: its output cell must be taken first (it re-records the
+     * reference). The child publishes the output before the completion,
+     * so: the completions published when every output ring was then seen
+     * empty, and no more (while outputs wait, the worker that takes them
+     * wakes this thread: comps_waiting). Dead: its outputs were taken. */
+    uint64_t upto = atomic_load_explicit(&iso->m.comp.s->tail, memory_order_seq_cst);
+    atomic_store(&iso->comps_waiting, false);
+    if (!dead && upto != iso->m.comp.pos && outputs_waiting(iso)) {
+        atomic_store(&iso->comps_waiting, true);
+        if (!outputs_waiting(iso)) /* taken meanwhile (its taker may have missed the flag) */
+            atomic_store(&iso->comps_waiting, false);
+        else
+            return false;
+    }
+    while (iso->m.comp.pos != upto) {
         uint64_t h = 0, len = 0;
         int k = zfi_ring_take(&iso->m.comp, &h, &len);
         if (k < 0) {
@@ -809,6 +825,7 @@ static bool drain_comps(zfi_iso *iso)
         }
         zf_data_unref(d);
     }
+    return did;
 }
 
 /* Outputs and completions (proxy thread); see drain_outputs for `later`. */
@@ -817,7 +834,7 @@ static bool drain_data(zfi_iso *iso, published *later)
     bool did = false;
     if (later || proxy_takes_outputs(iso))
         did = drain_outputs(iso, later);
-    return drain_comps(iso) || did;
+    return drain_comps(iso, later != NULL) || did;
 }
 
 /* ---- idle workers take the outputs ---- */
@@ -865,6 +882,17 @@ static bool poll_one(zfi_iso *iso)
     return did;
 }
 
+/* After a worker took outputs (slot's lock held): completions that waited
+ * for them may go now. */
+static void comps_go(zfi_iso *iso)
+{
+    if (atomic_load(&iso->comps_waiting)) {
+        atomic_store(&iso->comps_waiting, false);
+        atomic_store(&iso->wake, true);
+        zfi_evc_kick_shared(&iso->m.ctl->to_rt);
+    }
+}
+
 bool zfi_iso_poll(zf_runtime *rt)
 {
     struct zfi_iso_table *t = atomic_load_explicit(&rt->isos, memory_order_acquire);
@@ -877,8 +905,10 @@ bool zfi_iso_poll(zf_runtime *rt)
         if (!atomic_load_explicit(&s->iso, memory_order_relaxed) || !slot_trylock(s))
             continue;
         zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_relaxed);
-        if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed))
-            did |= poll_one(iso);
+        if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed) && poll_one(iso)) {
+            comps_go(iso);
+            did = true;
+        }
         atomic_store_explicit(&s->lock, 0, memory_order_release);
     }
     return did;
@@ -1059,7 +1089,7 @@ static bool ready(zfi_iso *iso, bool syscalls)
         return true;
     if (proxy_takes_outputs(iso) && outputs_waiting(iso))
         return true;
-    if (zfi_ring_ready(&iso->m.comp))
+    if (zfi_ring_ready(&iso->m.comp) && !atomic_load(&iso->comps_waiting))
         return true;
     uint64_t want = atomic_load_explicit(&iso->m.ctl->child.loan_want, memory_order_seq_cst);
     if (want) {
