@@ -4,14 +4,19 @@
  *
  *   worker:  proxy_on_input   the capsule's reference moves into the
  *                             child's ledger; its handle into an input ring
- *   proxy thread:             output rings -> zf_send (the child's reference
- *                             moves on); completion ring -> unref; keeps the
- *                             loan ring stocked; control messages; death
+ *   idle worker: zfi_iso_poll output rings -> the links, without blocking
+ *                             (the child's reference moves on); it sleeps on
+ *                             the children's words too (zfi_iso_idle_wait)
+ *   proxy thread:             outputs on a full link (in order), at a stop,
+ *                             end of stream or death; completion ring ->
+ *                             unref; keeps the loan ring stocked; control
+ *                             messages; death
  *
  * Layers: this file calls down into src/proc (rings, channel, spawn,
  * ledger) and into the runtime's node lifecycle (lifecycle.c) for state
- * changes; nothing calls back up into it but the scheduler's gate, the
- * instance's init/fini and the stop's source and end-of-stream hooks.
+ * changes; nothing calls back up into it but the scheduler's gate and idle
+ * loop, the instance's init/fini and the stop's source and end-of-stream
+ * hooks.
  *
  * Death (pidfd, watched by a thread blocked in poll): forward what the
  * child published, release every ledger entry, drop its rings (a new
