@@ -33,7 +33,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,7 +114,7 @@ struct zfi_iso {
 #define POLL_BATCH 32u /* cells a worker takes per output per poll */
 
 typedef struct iso_slot {
-    _Alignas(ZFI_CACHELINE) atomic_uint lock; /* 1: taken (a worker or the proxy thread) */
+    _Alignas(ZFI_CACHELINE) zfi_lock lock; /* a worker or the proxy thread (spin, then futex) */
     _Atomic(zfi_iso *) iso;
 } iso_slot;
 
@@ -140,23 +139,30 @@ static iso_slot *slot_of(zfi_iso *iso)
 
 static bool slot_trylock(iso_slot *s)
 {
-    return !atomic_load_explicit(&s->lock, memory_order_relaxed) &&
-           !atomic_exchange_explicit(&s->lock, 1, memory_order_acquire);
+    uint32_t z = 0;
+    return !atomic_load_explicit(&s->lock.v, memory_order_relaxed) &&
+           atomic_compare_exchange_strong_explicit(&s->lock.v, &z, 1, memory_order_acquire,
+                                                   memory_order_relaxed);
+}
+
+static void slot_unlock(iso_slot *s)
+{
+    zfi_lock_release(&s->lock);
 }
 
 /* The proxy thread's side: workers hold it only for non-blocking work. */
 static void out_lock(zfi_iso *iso)
 {
     iso_slot *s = slot_of(iso);
-    while (s && !slot_trylock(s))
-        sched_yield();
+    if (s)
+        zfi_lock_acquire(&s->lock);
 }
 
 static void out_unlock(zfi_iso *iso)
 {
     iso_slot *s = slot_of(iso);
     if (s)
-        atomic_store_explicit(&s->lock, 0, memory_order_release);
+        slot_unlock(s);
 }
 
 static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline)
@@ -914,7 +920,7 @@ bool zfi_iso_poll(zf_runtime *rt)
             comps_go(iso);
             did = true;
         }
-        atomic_store_explicit(&s->lock, 0, memory_order_release);
+        slot_unlock(s);
     }
     return did;
 }
@@ -936,8 +942,7 @@ void zfi_iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key)
         iso_slot *s = &t->slot[i];
         if (!atomic_load_explicit(&s->iso, memory_order_relaxed))
             continue;
-        while (!slot_trylock(s)) /* held briefly: a poll, the proxy taking one, a burial */
-            sched_yield();
+        zfi_lock_acquire(&s->lock); /* held briefly: a poll, the proxy taking one, a burial */
         zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_relaxed);
         if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed)) {
             /* Announced under the lock, the key read first; after the
@@ -955,7 +960,7 @@ void zfi_iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key)
                  o < iso->m.n_out && !work && !iso->held && !atomic_load(&iso->backlog); o++)
                 work = zfi_ring_ready(&iso->m.out[o]);
         }
-        atomic_store_explicit(&s->lock, 0, memory_order_release);
+        slot_unlock(s);
     }
     if (!work && atomic_load_explicit(&q->seq, memory_order_acquire) == key &&
         !zfi_futex_waitv(v, nv))
@@ -1440,7 +1445,7 @@ static void take_slot(zfi_iso *iso)
         }
     }
     for (unsigned i = 0; t && i < ISO_SLOTS; i++)
-        if (!atomic_load(&t->slot[i].iso) && !atomic_load(&t->slot[i].lock)) {
+        if (!atomic_load(&t->slot[i].iso) && !atomic_load(&t->slot[i].lock.v)) {
             atomic_store(&t->slot[i].iso, iso);
             iso->slot = (int)i;
             if (i + 1 > atomic_load(&t->n))
