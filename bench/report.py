@@ -39,6 +39,8 @@ SERIES = [
     (("hop", "tcp"), "TCP on 127.0.0.1 (two threads)"),
     (("ipc_hop", "uds"), "Unix domain socket (two processes)"),
     (("ipc_hop", "iceoryx"), "iceoryx (two processes, zero-copy)"),
+    (("hop_isolated", "zflow"),
+     "zflow isolated node: source -> operator in its own process -> sink (2 crossings)"),
     (("dds_hop", "cyclonedds"), "Cyclone DDS (two processes, UDP loopback)"),
     (("pipeline", "zflow"), "zflow pipeline (3 links, 2 workers)"),
     (("pipeline", "gstreamer"), "GStreamer: fakesrc ! queue ! queue ! queue ! fakesink"),
@@ -49,15 +51,15 @@ SERIES = [
 ]
 LABEL = dict(SERIES)
 HOPS = [("hop", "zflow"), ("copy", "memcpy"), ("hop", "tcp"), ("ipc_hop", "uds"),
-        ("ipc_hop", "iceoryx"), ("dds_hop", "cyclonedds")]
+        ("ipc_hop", "iceoryx"), ("hop_isolated", "zflow"), ("dds_hop", "cyclonedds")]
 PIPES = [("pipeline", "zflow"), ("pipeline", "gstreamer")]
 BREAKDOWN = [("pipeline", "gstreamer-q0"), ("pipeline", "gstreamer-q1"),
              ("pipeline", "gstreamer-q2"), ("pipeline", "gstreamer")]
 SCENARIOS = [
     ("One hop, in process", [("limit", "ring"), ("hop", "zflow"), ("copy", "memcpy"),
                              ("hop", "tcp")]),
-    ("One hop, across processes (zflow: no cross-process column yet)",
-     [("ipc_hop", "uds"), ("ipc_hop", "iceoryx")]),
+    ("One hop, across processes",
+     [("ipc_hop", "uds"), ("ipc_hop", "iceoryx"), ("hop_isolated", "zflow")]),
     ("One hop, across processes over DDS (loopback)", [("dds_hop", "cyclonedds")]),
     ("3-stage pipeline: source -> operator -> operator -> sink", PIPES + [("stage", "zflow")]),
 ]
@@ -413,15 +415,17 @@ DOC_PEERS = """\
 | `hop` | tcp | `zfpeer-sock tcp`: two threads, a TCP connection on 127.0.0.1 (`TCP_NODELAY`), a 16-byte header (length, timestamp) and the payload in one `writev`; the receiver reads the whole message |
 | `ipc_hop` | uds | `zfpeer-sock uds`: the same over a Unix domain stream socket between two processes |
 | `ipc_hop` | iceoryx | `zfpeer-iox`: Debian's iceoryx 2.0 through its C binding; publisher and subscriber processes; the benchmark starts its own RouDi with one mempool per size (room for a full queue and the publisher's loans); blocking policies (`WAIT_FOR_CONSUMER`, `BLOCK_PRODUCER`), no history |
+| `hop_isolated` | zflow | `zf-bench hop --isolated`: `source -> operator -> sink` through the runtime with the operator in a process of its own (`isolation: process`, forwarding the same capsule): two process crossings, handles in shared-memory rings, no byte copied; lockstep for latency, as `pipeline` |
 | `dds_hop` | cyclonedds | `zfpeer-dds`: raw Cyclone DDS 0.10 (C API), writer and reader processes, `struct {uint64 stamp, flags; sequence<octet> data}`, reliable, keep-last history; loopback only (`lo`, no multicast, unicast discovery), 64 KB datagrams and 60 KB fragments, socket buffers up to 8 MB, 1 ms NACK delay, 10 ms heartbeats, a 64 MB writer-history watermark (Cyclone's defaults take seconds per 100 MiB sample) |
 | `pipeline` | zflow | `zf-bench pipeline`: `source -> operator -> operator -> sink` through the runtime (2 workers, the scheduler, three links), the bench node libraries; the operators forward the same capsule |
 | `stage` | zflow | `zf-bench stage`: the same pipeline on one worker, so every node runs on one core and nothing crosses cores; its CPU per message divided by the 3 stages (a callback and the hop after it, the source's allocation and the sink's release included) is the cost of one stage |
 | `pipeline` | gstreamer | `zfpeer-gst`: `fakesrc ! queue ! queue ! queue ! fakesink` through the C API: three queues are three thread boundaries as zflow's three links are; `fakesrc sizetype=fixed sizemax=SIZE filltype=nothing` allocates a fresh unfilled buffer per message; `fakesink sync=false enable-last-sample=false`; buffers counted by a pad probe on the sink; latency stamped by a pad probe on fakesrc's pad that lets the next buffer go only when the previous one reached the sink |
 
-zflow has no cross-process column yet: `isolation: process` nodes (a child process
-mapping the daemon's memfd pool, capsules moving as offsets) are designed but not
-built. The `ipc_hop` rows are the figures they will have to beat; the `dds_hop` row is
-the baseline for links between workers.
+`hop_isolated` is a whole runtime path where iceoryx's `ipc_hop` is one publisher and
+one subscriber: in lockstep a message passes a worker (the source), the child process
+(the operator) and an idle worker (the sink), two process crossings and, when the
+child and the worker had parked, two wake-ups ([isolation.md](isolation.md),
+"Waiting"). The `dds_hop` row is the baseline for links between workers.
 """
 
 DOC_PLOTS = """\
@@ -526,8 +530,10 @@ def write_doc(path, outdir, med, runs, machine, meta, pngs):
               "pool; real sources (`v4l2src`, `appsrc` with a pool) recycle their buffers, "
               "which would remove most of GStreamer's size-dependent cost, not its per-queue "
               "cost.",
-              "- zflow's process-isolated nodes do not exist yet; there is no zflow figure in "
-              "the cross-process tables."]
+              "- zflow's cross-process row is a whole runtime path (a worker runs the source, "
+              "the child the operator, an idle worker delivers to the sink: two process "
+              "crossings and two wake-ups in lockstep); iceoryx's is one publisher and one "
+              "spinning subscriber (docs/isolation.md, \"Waiting\")."]
     if failures:
         parts.append("- Not measured in this run (failed, or not built for lack of a "
                      "package): %s." % failures)

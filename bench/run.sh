@@ -115,6 +115,7 @@ for ((rep = 1; rep <= reps; rep++)); do
   run zf-copy "$zfb" copy "${common[@]}"
   run uds "$peers/zfpeer-sock" uds "${peer_opts[@]}"
   run iceoryx "$peers/zfpeer-iox" "${peer_opts[@]}"
+  run zf-hop-isolated "$zfb" hop --isolated "${common[@]}"
   run zf-pipeline "$zfb" pipeline "${common[@]}"
   run zf-stage "$zfb" stage --json --sizes 64,10MiB --seconds "$seconds" --samples "$samples"
   run gstreamer "$peers/zfpeer-gst" "${peer_opts[@]}"

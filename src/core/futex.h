@@ -23,6 +23,7 @@
 #ifndef ZFI_FUTEX_H
 #define ZFI_FUTEX_H
 
+#include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <stdatomic.h>
@@ -54,6 +55,37 @@ static inline void zfi_futex_wait(_Atomic uint32_t *addr, uint32_t val, int64_t 
     }
     syscall(SYS_futex, (uint32_t *)addr, shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, val, tp, NULL,
             0);
+}
+
+/* One word of a vectored wait: sleep while *addr == val. */
+typedef struct zfi_futex_vec {
+    _Atomic uint32_t *addr;
+    uint32_t val;
+    bool shared;
+} zfi_futex_vec;
+
+/* Sleep while every word still holds its value, until one of them is woken
+ * (FUTEX_WAITV, Linux 5.16), at most n = 128 words. Returns false when the
+ * kernel has no FUTEX_WAITV (the caller waits some other way); true
+ * otherwise, early on a changed value, a signal, or an address that is no
+ * longer mapped (the caller re-checks). */
+static inline bool zfi_futex_waitv(const zfi_futex_vec *v, unsigned n)
+{
+#if defined(SYS_futex_waitv) && defined(FUTEX_32)
+    struct futex_waitv w[128];
+    if (n > 128)
+        n = 128;
+    for (unsigned i = 0; i < n; i++)
+        w[i] = (struct futex_waitv){.val = v[i].val,
+                                    .uaddr = (uint64_t)(uintptr_t)v[i].addr,
+                                    .flags = FUTEX_32 | (v[i].shared ? 0 : FUTEX_PRIVATE_FLAG)};
+    long r = syscall(SYS_futex_waitv, w, n, 0, NULL, 0);
+    return !(r < 0 && errno == ENOSYS);
+#else
+    (void)v;
+    (void)n;
+    return false;
+#endif
 }
 
 /* Wake up to n sleepers on addr. */

@@ -7,6 +7,18 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+uint64_t zfi_proc_spin_ns(void)
+{
+    static _Atomic uint64_t ns;
+    uint64_t v = atomic_load_explicit(&ns, memory_order_relaxed);
+    if (!v) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        v = cpus > 0 && cpus <= 2 ? 2000u : 30000u;
+        atomic_store_explicit(&ns, v, memory_order_relaxed);
+    }
+    return v;
+}
+
 static size_t rings_at(size_t n_in, size_t n_out)
 {
     size_t ctl = (sizeof(zfi_shm_ctl) + ZFI_CACHELINE - 1) / ZFI_CACHELINE * ZFI_CACHELINE;

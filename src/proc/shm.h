@@ -43,7 +43,8 @@
 enum {
     ZFI_RT_STARTED = 1, /* the instance started: sources may produce */
     ZFI_RT_STOP = 2,    /* sources: stop producing; then acknowledge */
-    ZFI_RT_EOS = 4      /* every input saw end of stream: acknowledge when drained */
+    ZFI_RT_EOS = 4,     /* every input saw end of stream: acknowledge when drained */
+    ZFI_RT_BELL = 8     /* idle workers take the outputs: ring to_workers, not to_rt */
 };
 
 typedef struct zfi_cell {
@@ -62,9 +63,15 @@ typedef struct zfi_shm_ctl {
         _Alignas(ZFI_CACHELINE) _Atomic uint32_t flags;
         _Atomic uint32_t msgs;        /* control messages sent on the socket */
         _Atomic uint32_t room_wanted; /* notify to_rt when an input cell frees */
+        _Atomic uint32_t bell_wanted; /* a worker sleeps on to_workers: wake it */
     } rt;
     _Alignas(ZFI_CACHELINE) zfi_evc to_child; /* the child sleeps here */
     _Alignas(ZFI_CACHELINE) zfi_evc to_rt;    /* the runtime's proxy sleeps here */
+    /* Idle runtime workers sleep on its sequence (among other words) for
+     * outputs; after publishing one the child bumps it and wakes them when
+     * rt.bell_wanted says one sleeps (ZFI_RT_BELL). Its waiter count is not
+     * used: the runtime's workers count themselves in their own memory. */
+    _Alignas(ZFI_CACHELINE) zfi_evc to_workers;
     struct {
         /* written by the child only; the runtime reads and checks */
         _Alignas(ZFI_CACHELINE) _Atomic uint64_t loan_want; /* bytes wanted (0: none) */
@@ -94,6 +101,13 @@ typedef struct zfi_shm {
     size_t n_in, n_out;
     zfi_ring in[ZFI_PROC_MAX_PORTS], out[ZFI_PROC_MAX_PORTS], comp, loan;
 } zfi_shm;
+
+/* How long a side of these rings spins before it parks on an eventcount
+ * (the child waiting for input, the proxy thread for its child): 2 us on a
+ * machine of 2 CPUs or fewer, where a spinner takes the CPU from the thread
+ * that has the work (docs/isolation.md, "Waiting"); 30 us, as the
+ * runtime's idle workers, with cores to spare. */
+uint64_t zfi_proc_spin_ns(void);
 
 /* Bytes needed for this many ports. */
 size_t zfi_shm_size(size_t n_in, size_t n_out);

@@ -4,14 +4,19 @@
  *
  *   worker:  proxy_on_input   the capsule's reference moves into the
  *                             child's ledger; its handle into an input ring
- *   proxy thread:             output rings -> zf_send (the child's reference
- *                             moves on); completion ring -> unref; keeps the
- *                             loan ring stocked; control messages; death
+ *   idle worker: zfi_iso_poll output rings -> the links, without blocking
+ *                             (the child's reference moves on); it sleeps on
+ *                             the children's words too (zfi_iso_idle_wait)
+ *   proxy thread:             outputs on a full link (in order), at a stop,
+ *                             end of stream or death; completion ring ->
+ *                             unref; keeps the loan ring stocked; control
+ *                             messages; death
  *
  * Layers: this file calls down into src/proc (rings, channel, spawn,
  * ledger) and into the runtime's node lifecycle (lifecycle.c) for state
- * changes; nothing calls back up into it but the scheduler's gate, the
- * instance's init/fini and the stop's source and end-of-stream hooks.
+ * changes; nothing calls back up into it but the scheduler's gate and idle
+ * loop, the instance's init/fini and the stop's source and end-of-stream
+ * hooks.
  *
  * Death (pidfd, watched by a thread blocked in poll): forward what the
  * child published, release every ledger entry, drop its rings (a new
@@ -35,7 +40,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SPIN_NS         2000u       /* a short spin: see docs/isolation.md, "Waiting" */
 #define BACKOFF_BASE_NS 10000000ull /* 10 ms, doubling per restart in the window */
 #define BACKOFF_MAX_NS  2000000000ull
 #define MAX_LOAN        ((uint64_t)1 << 40)
@@ -93,6 +97,31 @@ struct zfi_iso {
     char last_exit[256]; /* under mu */
     zf_node_decl decl;
     zf_port_decl *in_ports, *out_ports;
+    /* Outputs taken by idle workers (zfi_iso_poll): the slot's lock guards
+     * the output rings' consumer side and the fields below. */
+    int slot;                  /* in the runtime's table; -1: none (the proxy takes them) */
+    atomic_bool out_live;      /* up, ZFI_RT_BELL set: the workers take the outputs (go_live) */
+    zf_data *held;             /* taken, but its link had no room: the proxy sends it */
+    unsigned held_port;        /* ... on this output */
+    atomic_bool backlog;       /* a link was full: the proxy takes the outputs until drained */
+    atomic_uint sleepers;      /* workers asleep on to_workers (zfi_iso_free waits for none) */
+    atomic_bool comps_waiting; /* completions wait for outputs taken first (drain_comps) */
+    uint32_t incarnations;     /* (proxy thread) */
+};
+
+/* The isolated nodes of a runtime whose outputs idle workers take. */
+#define ISO_SLOTS  64u
+#define POLL_BATCH 32u /* cells a worker takes per output per poll */
+
+typedef struct iso_slot {
+    _Alignas(ZFI_CACHELINE) zfi_lock lock; /* a worker or the proxy thread (spin, then futex) */
+    _Atomic(zfi_iso *) iso;
+} iso_slot;
+
+struct zfi_iso_table {
+    atomic_uint n; /* slots ever used + 1 */
+    bool waitv;    /* the kernel has FUTEX_WAITV: workers can sleep on children's words */
+    iso_slot slot[ISO_SLOTS];
 };
 
 /* ---- small helpers ---- */
@@ -100,6 +129,40 @@ struct zfi_iso {
 static uint64_t now_ns(void)
 {
     return zf_clock_ns();
+}
+
+static iso_slot *slot_of(zfi_iso *iso)
+{
+    struct zfi_iso_table *t = atomic_load_explicit(&iso->n->inst->rt->isos, memory_order_acquire);
+    return iso->slot >= 0 && t ? &t->slot[iso->slot] : NULL;
+}
+
+static bool slot_trylock(iso_slot *s)
+{
+    uint32_t z = 0;
+    return !atomic_load_explicit(&s->lock.v, memory_order_relaxed) &&
+           atomic_compare_exchange_strong_explicit(&s->lock.v, &z, 1, memory_order_acquire,
+                                                   memory_order_relaxed);
+}
+
+static void slot_unlock(iso_slot *s)
+{
+    zfi_lock_release(&s->lock);
+}
+
+/* The proxy thread's side: workers hold it only for non-blocking work. */
+static void out_lock(zfi_iso *iso)
+{
+    iso_slot *s = slot_of(iso);
+    if (s)
+        zfi_lock_acquire(&s->lock);
+}
+
+static void out_unlock(zfi_iso *iso)
+{
+    iso_slot *s = slot_of(iso);
+    if (s)
+        slot_unlock(s);
 }
 
 static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t deadline)
@@ -402,6 +465,9 @@ static zf_err incarnate(zfi_iso *iso)
     if (fd < 0)
         return zfi_error(ZF_ESYS, "node '%s': creating its rings: %s", n->desc->id,
                          strerror(errno));
+    /* A worker's key read from an earlier incarnation's word never matches
+     * this one's (if the new memory lands at the same address). */
+    atomic_store(&m.ctl->to_workers.seq, (uint32_t)(++iso->incarnations << 20));
     char *spec = spec_text(n);
     if (!spec) {
         zfi_shm_unmap(&m);
@@ -436,9 +502,13 @@ static zf_err incarnate(zfi_iso *iso)
         flags |= ZFI_RT_STARTED;
     if (atomic_load(&n->inst->sources_stopped) && n->desc->kind == ZF_SOURCE)
         flags |= ZFI_RT_STOP;
+    struct zfi_iso_table *t = atomic_load(&n->inst->rt->isos);
+    if (slot_of(iso) && t->waitv)
+        flags |= ZFI_RT_BELL; /* idle workers take its outputs */
     atomic_store(&iso->m.ctl->rt.flags, flags);
     atomic_store(&iso->pid, c.pid);
     pthread_mutex_unlock(&iso->mu);
+
     if (pthread_create(&iso->watcher, NULL, watch_main, iso) != 0) {
         /* No watcher, no death: end it here. */
         zfi_child_kill(&c);
@@ -446,6 +516,9 @@ static zf_err incarnate(zfi_iso *iso)
         bool failed;
         int sig;
         zfi_child_reap(&iso->child, why, sizeof why, &failed, &sig);
+        out_lock(iso); /* (no worker sleeps on it: it published nothing) */
+        atomic_store(&iso->out_live, false);
+        out_unlock(iso);
         pthread_mutex_lock(&iso->mu);
         iso->alive = false;
         iso->have_shm = false;
@@ -475,6 +548,21 @@ static void node_log(zfi_iso *iso, int32_t level, const char *text)
     if (level < ZF_LOG_ERROR || level > ZF_LOG_DEBUG)
         level = ZF_LOG_INFO;
     zfi_log_at(&iso->n->origin, (zf_log_level)level, scope, "%s", tab ? tab + 1 : text);
+}
+
+/* Its init returned (proxy thread): from now idle workers take its outputs
+ * (until then the proxy thread does). Set under the slot's lock after the
+ * instance was wired and started to init (a worker reading the node's
+ * links synchronizes with it through the lock); the workers asleep are
+ * woken, so that they sleep on its word too. */
+static void go_live(zfi_iso *iso)
+{
+    if (!(atomic_load(&iso->m.ctl->rt.flags) & ZFI_RT_BELL))
+        return;
+    out_lock(iso);
+    atomic_store(&iso->out_live, true);
+    out_unlock(iso);
+    zfi_evc_notify(&iso->n->inst->rt->q_evc);
 }
 
 /* Control messages from the child (proxy thread). */
@@ -555,9 +643,12 @@ static bool drain_msgs(zfi_iso *iso)
             kill_child(iso, "it sent an unknown control message (%u)", msg.type);
         }
         pthread_cond_broadcast(&iso->cv);
-        bool now_up = msg.type == ZFI_MSG_INIT_DONE && iso->phase == PH_UP && !iso->first;
+        bool up = msg.type == ZFI_MSG_INIT_DONE && iso->phase == PH_UP;
+        bool now_up = up && !iso->first;
         pthread_mutex_unlock(&iso->mu);
         zfi_msg_free(&msg);
+        if (up)
+            go_live(iso);
         if (now_up) {
             zfi_node_restarted(n, atomic_load(&iso->restarts));
             zfi_node_notify(n);
@@ -573,66 +664,158 @@ typedef struct published {
     size_t n, cap;
 } published;
 
-/* Outputs and completions (proxy thread). With `later`, outputs are kept
- * there instead of sent. */
-static bool drain_data(zfi_iso *iso, published *later)
+/* After a take from r: if the ring had been full, its producer (the child)
+ * may wait for room: wake it. (The take's seq_cst store of head, then this
+ * load of tail: a child that saw no room had published a full tail first.) */
+static void freed_cell(zfi_iso *iso, zfi_ring *r)
 {
-    zf_node *n = iso->n;
-    bool did = false;
-    for (size_t o = 0; o < iso->m.n_out; o++) {
-        for (;;) {
-            uint64_t h = 0, len = 0;
-            int k = zfi_ring_take(&iso->m.out[o], &h, &len);
-            if (k < 0) {
-                kill_child(iso, "it wrote an impossible tail into output ring %zu", o);
-                return did;
-            }
-            if (!k)
-                break;
-            did = true;
-            bool keep = len & ZFI_CELL_KEEP;
-            pthread_mutex_lock(&iso->mu);
-            zf_data *d = zfi_ledger_take(&iso->ledger, h);
-            if (d && keep && !zfi_ledger_add(&iso->ledger, h, d)) {
-                zf_data_unref(d); /* cannot record it: the child's reference is gone */
-                keep = false;
-                d = NULL;
-            }
-            pthread_mutex_unlock(&iso->mu);
-            if (!d) {
-                kill_child(iso, "it sent handle %#llx on output %zu, which it does not hold",
-                           (unsigned long long)h, o);
-                return did;
-            }
-            if (keep)
-                zf_data_ref(d);
-            len &= ZFI_CELL_LEN_MASK;
-            if (zf_data_is_unique(d)) {
-                if (len > d->cap) {
-                    zf_data_unref(d);
-                    kill_child(iso, "it sent %llu bytes in a block of %llu",
-                               (unsigned long long)len, (unsigned long long)d->cap);
-                    return did;
-                }
-                d->len = len;
-            }
-            /* As a thread of the node's own: a full `block` link waits
-             * up to send_timeout (then drops, counted); once the instance
-             * halted nobody drains the links: released at once. */
-            if (atomic_load(&n->inst->halted)) {
-                zf_data_unref(d);
-                continue;
-            }
-            if (later && later->n < later->cap) {
-                later->d[later->n] = d;
-                later->port[later->n++] = (unsigned)o;
-                continue;
-            }
-            /* consumed whatever the result: a refusal is counted by the link */
-            ZF_IGNORE(zf_send(n, (unsigned)o, &d));
-        }
+    if (atomic_load_explicit(&r->s->tail, memory_order_seq_cst) - (r->pos - 1) >= r->cap)
+        zfi_evc_notify_shared(&iso->m.ctl->to_child);
+}
+
+/* Take output o's next cell (its consumer: the slot's lock held, or no
+ * slot): 1 and *dp the capsule to send, 0 none, -1 the child lied about
+ * it (killed: its death is handled by the proxy thread). */
+static int take_output(zfi_iso *iso, size_t o, zf_data **dp)
+{
+    uint64_t h = 0, len = 0;
+    int k = zfi_ring_take(&iso->m.out[o], &h, &len);
+    if (k < 0) {
+        pthread_mutex_lock(&iso->mu); /* (a worker or the proxy thread) */
+        kill_child(iso, "it wrote an impossible tail into output ring %zu", o);
+        pthread_mutex_unlock(&iso->mu);
+        return -1;
     }
+    if (!k)
+        return 0;
+    freed_cell(iso, &iso->m.out[o]);
+    bool keep = len & ZFI_CELL_KEEP;
+    pthread_mutex_lock(&iso->mu);
+    zf_data *d = zfi_ledger_take(&iso->ledger, h);
+    if (d && keep && !zfi_ledger_add(&iso->ledger, h, d)) {
+        zf_data_unref(d); /* cannot record it: the child's reference is gone */
+        keep = false;
+        d = NULL;
+    }
+    if (!d)
+        kill_child(iso, "it sent handle %#llx on output %zu, which it does not hold",
+                   (unsigned long long)h, o);
+    pthread_mutex_unlock(&iso->mu);
+    if (!d)
+        return -1;
+    if (keep)
+        zf_data_ref(d);
+    len &= ZFI_CELL_LEN_MASK;
+    if (zf_data_is_unique(d)) {
+        if (len > d->cap) {
+            uint64_t cap = d->cap;
+            zf_data_unref(d);
+            pthread_mutex_lock(&iso->mu);
+            kill_child(iso, "it sent %llu bytes in a block of %llu", (unsigned long long)len,
+                       (unsigned long long)cap);
+            pthread_mutex_unlock(&iso->mu);
+            return -1;
+        }
+        d->len = len;
+    }
+    *dp = d;
+    return 1;
+}
+
+/* Send what output o took (proxy thread), or keep it in `later`. As a
+ * thread of the node's own: a full `block` link waits up to send_timeout
+ * (then drops, counted); once the instance halted nobody drains the links:
+ * released at once. */
+static void forward(zfi_iso *iso, unsigned o, zf_data *d, published *later)
+{
+    if (atomic_load(&iso->n->inst->halted)) {
+        zf_data_unref(d);
+        return;
+    }
+    if (later && later->n < later->cap) {
+        later->d[later->n] = d;
+        later->port[later->n++] = o;
+        return;
+    }
+    /* consumed whatever the result: a refusal is counted by the link */
+    ZF_IGNORE(zf_send(iso->n, o, &d));
+}
+
+/* Whether a cell waits in an output ring (proxy thread; the consumer's
+ * positions are the lock holder's). */
+static bool outputs_waiting(zfi_iso *iso)
+{
+    out_lock(iso);
+    bool any = iso->held != NULL;
+    for (size_t o = 0; o < iso->m.n_out && !any; o++)
+        any = zfi_ring_ready(&iso->m.out[o]);
+    out_unlock(iso);
+    return any;
+}
+
+/* Whether the proxy thread takes the outputs itself: the child does not
+ * ring the workers, a link was full (backlog: blocking sends, in order), or
+ * the child acknowledged a stop or an end of stream (drained here). */
+static bool proxy_takes_outputs(zfi_iso *iso)
+{
+    uint32_t flags = atomic_load(&iso->m.ctl->rt.flags);
+    if (!(flags & ZFI_RT_BELL) || !atomic_load(&iso->out_live) || atomic_load(&iso->backlog))
+        return true;
+    uint32_t acked = atomic_load(&iso->m.ctl->child.acked) & flags;
+    return ((acked & ZFI_RT_EOS) && !iso->eos_done) || ((acked & ZFI_RT_STOP) && !iso->stop_done);
+}
+
+/* The outputs (proxy thread). With `later`, they are kept there instead of
+ * sent, and the caller holds the slot's lock (the child is dead); without,
+ * each is taken under the lock and sent outside it. */
+static bool drain_outputs(zfi_iso *iso, published *later)
+{
+    bool did = false;
     for (;;) {
+        if (!later)
+            out_lock(iso);
+        zf_data *d = iso->held;
+        unsigned o = iso->held_port;
+        iso->held = NULL;
+        for (size_t p = 0; !d && p < iso->m.n_out; p++) {
+            o = (unsigned)p;
+            if (take_output(iso, p, &d) < 0) {
+                if (!later)
+                    out_unlock(iso);
+                return did;
+            }
+        }
+        if (!d)
+            atomic_store(&iso->backlog, false); /* drained: the workers take them again */
+        if (!later)
+            out_unlock(iso);
+        if (!d)
+            return did;
+        did = true;
+        forward(iso, o, d, later);
+    }
+}
+
+/* Completions (proxy thread). */
+static bool drain_comps(zfi_iso *iso, bool dead)
+{
+    bool did = false;
+    /* A completion may release a capsule the child sent just before with
+     * KEEP: its output cell must be taken first (it re-records the
+     * reference). The child publishes the output before the completion,
+     * so: the completions published when every output ring was then seen
+     * empty, and no more (while outputs wait, the worker that takes them
+     * wakes this thread: comps_waiting). Dead: its outputs were taken. */
+    uint64_t upto = atomic_load_explicit(&iso->m.comp.s->tail, memory_order_seq_cst);
+    atomic_store(&iso->comps_waiting, false);
+    if (!dead && upto != iso->m.comp.pos && outputs_waiting(iso)) {
+        atomic_store(&iso->comps_waiting, true);
+        if (!outputs_waiting(iso)) /* taken meanwhile (its taker may have missed the flag) */
+            atomic_store(&iso->comps_waiting, false);
+        else
+            return false;
+    }
+    while (iso->m.comp.pos != upto) {
         uint64_t h = 0, len = 0;
         int k = zfi_ring_take(&iso->m.comp, &h, &len);
         if (k < 0) {
@@ -640,8 +823,9 @@ static bool drain_data(zfi_iso *iso, published *later)
             return did;
         }
         if (!k)
-            break;
+            return did;
         did = true;
+        freed_cell(iso, &iso->m.comp);
         pthread_mutex_lock(&iso->mu);
         zf_data *d = zfi_ledger_take(&iso->ledger, h);
         pthread_mutex_unlock(&iso->mu);
@@ -652,11 +836,143 @@ static bool drain_data(zfi_iso *iso, published *later)
         }
         zf_data_unref(d);
     }
-    /* The child may wait for room in those rings. (The proxy thread alone
-     * unmaps them: no lock needed.) */
-    if (did)
-        zfi_evc_notify_shared(&iso->m.ctl->to_child);
     return did;
+}
+
+/* Outputs and completions (proxy thread); see drain_outputs for `later`. */
+static bool drain_data(zfi_iso *iso, published *later)
+{
+    bool did = false;
+    if (later || proxy_takes_outputs(iso))
+        did = drain_outputs(iso, later);
+    return drain_comps(iso, later != NULL) || did;
+}
+
+/* ---- idle workers take the outputs ---- */
+
+/* Deliver what iso's child published, without blocking (a worker, the
+ * slot's lock held): a link without room leaves the rest to the proxy
+ * thread (backlog), in order. */
+static bool poll_one(zfi_iso *iso)
+{
+    zf_node *n = iso->n;
+    bool did = false;
+    if (!atomic_load(&iso->sleepers) &&
+        atomic_load_explicit(&iso->m.ctl->rt.bell_wanted, memory_order_relaxed))
+        atomic_store_explicit(&iso->m.ctl->rt.bell_wanted, 0, memory_order_relaxed);
+    if (iso->held || atomic_load_explicit(&iso->backlog, memory_order_relaxed))
+        return false;
+    for (size_t o = 0; o < iso->m.n_out; o++) {
+        for (unsigned k = 0; k < POLL_BATCH && zfi_ring_ready(&iso->m.out[o]); k++) {
+            const zfi_out *out = &n->out[o];
+            bool room = true;
+            for (size_t i = 0; i < out->n && room; i++)
+                room = zfi_link_has_room(out->links[i]);
+            zf_data *d = NULL;
+            int got = room ? take_output(iso, o, &d) : 0;
+            if (got < 0)
+                return did;
+            if (got && atomic_load(&n->inst->halted)) {
+                zf_data_unref(d);
+                d = NULL;
+            } else if (got && zf_try_send(n, (unsigned)o, &d) == ZF_OK) {
+                d = NULL;
+            }
+            did |= got > 0;
+            if (!room || d) {
+                /* (d: refused after all: kept, sent first by the proxy) */
+                iso->held = d;
+                iso->held_port = (unsigned)o;
+                atomic_store(&iso->backlog, true);
+                atomic_store(&iso->wake, true);
+                zfi_evc_kick_shared(&iso->m.ctl->to_rt);
+                return did;
+            }
+        }
+    }
+    return did;
+}
+
+/* After a worker took outputs (slot's lock held): completions that waited
+ * for them may go now. */
+static void comps_go(zfi_iso *iso)
+{
+    if (atomic_load(&iso->comps_waiting)) {
+        atomic_store(&iso->comps_waiting, false);
+        atomic_store(&iso->wake, true);
+        zfi_evc_kick_shared(&iso->m.ctl->to_rt);
+    }
+}
+
+bool zfi_iso_poll(zf_runtime *rt)
+{
+    struct zfi_iso_table *t = atomic_load_explicit(&rt->isos, memory_order_acquire);
+    if (!t)
+        return false;
+    bool did = false;
+    unsigned n = atomic_load_explicit(&t->n, memory_order_acquire);
+    for (unsigned i = 0; i < n; i++) {
+        iso_slot *s = &t->slot[i];
+        if (!atomic_load_explicit(&s->iso, memory_order_relaxed) || !slot_trylock(s))
+            continue;
+        zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_relaxed);
+        if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed) && poll_one(iso)) {
+            comps_go(iso);
+            did = true;
+        }
+        slot_unlock(s);
+    }
+    return did;
+}
+
+void zfi_iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key)
+{
+    struct zfi_iso_table *t = atomic_load_explicit(&rt->isos, memory_order_acquire);
+    if (!t || !t->waitv) {
+        zfi_evc_wait(q, key, -1);
+        return;
+    }
+    zfi_futex_vec v[1 + ISO_SLOTS];
+    zfi_iso *reg[ISO_SLOTS];
+    unsigned nv = 0, nr = 0;
+    v[nv++] = (zfi_futex_vec){&q->seq, key, false};
+    bool work = false;
+    unsigned n = atomic_load_explicit(&t->n, memory_order_acquire);
+    for (unsigned i = 0; i < n && !work; i++) {
+        iso_slot *s = &t->slot[i];
+        if (!atomic_load_explicit(&s->iso, memory_order_relaxed))
+            continue;
+        zfi_lock_acquire(&s->lock); /* held briefly: a poll, the proxy taking one, a burial */
+        zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_relaxed);
+        if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed)) {
+            /* Announced under the lock, the key read first; after the
+             * sleep nothing of the rings is touched (a burial may have
+             * unmapped them: it wakes us first), only sleepers, which
+             * zfi_iso_free waits for. */
+            _Atomic uint32_t *seq = &iso->m.ctl->to_workers.seq;
+            v[nv++] = (zfi_futex_vec){seq, atomic_load_explicit(seq, memory_order_acquire), true};
+            atomic_fetch_add(&iso->sleepers, 1);
+            atomic_store_explicit(&iso->m.ctl->rt.bell_wanted, 1, memory_order_seq_cst);
+            reg[nr++] = iso;
+            /* (Registered even during a backlog: once the proxy thread
+             * drained it, the next output rings us.) */
+            for (size_t o = 0;
+                 o < iso->m.n_out && !work && !iso->held && !atomic_load(&iso->backlog); o++)
+                work = zfi_ring_ready(&iso->m.out[o]);
+        }
+        slot_unlock(s);
+    }
+    if (!work && atomic_load_explicit(&q->seq, memory_order_acquire) == key &&
+        !zfi_futex_waitv(v, nv))
+        zfi_futex_wait(&q->seq, key, -1, false); /* (probed at creation: not reached) */
+    atomic_fetch_sub_explicit(&q->waiters, 1, memory_order_relaxed);
+    for (unsigned k = 0; k < nr; k++) {
+        zfi_iso *iso = reg[k];
+        pthread_mutex_lock(&iso->mu);
+        if (atomic_fetch_sub(&iso->sleepers, 1) == 1)
+            pthread_cond_broadcast(&iso->cv);
+        pthread_mutex_unlock(&iso->mu);
+    }
 }
 
 static uint32_t loan_target(uint64_t want)
@@ -718,6 +1034,8 @@ static void room_and_acks(zfi_iso *iso)
 {
     zf_node *n = iso->n;
     bool notify = false;
+    bool outs_empty = !(atomic_load(&iso->m.ctl->child.acked) & (ZFI_RT_EOS | ZFI_RT_STOP)) ||
+                      !outputs_waiting(iso);
     pthread_mutex_lock(&iso->mu);
     if (atomic_load_explicit(&iso->m.ctl->rt.room_wanted, memory_order_seq_cst)) {
         bool room = true; /* half of every input ring free (the child's hysteresis) */
@@ -732,9 +1050,6 @@ static void room_and_acks(zfi_iso *iso)
     }
     uint32_t flags = atomic_load(&iso->m.ctl->rt.flags);
     uint32_t acked = atomic_load(&iso->m.ctl->child.acked) & flags;
-    bool outs_empty = true;
-    for (size_t o = 0; o < iso->m.n_out; o++)
-        outs_empty = outs_empty && !zfi_ring_ready(&iso->m.out[o]);
     if ((acked & ZFI_RT_EOS) && outs_empty && !iso->eos_done) {
         iso->eos_done = true;
         notify = true;
@@ -782,10 +1097,9 @@ static bool ready(zfi_iso *iso, bool syscalls)
 {
     if (atomic_load(&iso->dead) || atomic_load(&iso->wake))
         return true;
-    for (size_t o = 0; o < iso->m.n_out; o++)
-        if (zfi_ring_ready(&iso->m.out[o]))
-            return true;
-    if (zfi_ring_ready(&iso->m.comp))
+    if (proxy_takes_outputs(iso) && outputs_waiting(iso))
+        return true;
+    if (zfi_ring_ready(&iso->m.comp) && !atomic_load(&iso->comps_waiting))
         return true;
     uint64_t want = atomic_load_explicit(&iso->m.ctl->child.loan_want, memory_order_seq_cst);
     if (want) {
@@ -868,7 +1182,7 @@ static void run(zfi_iso *iso)
         bool go = false;
         for (unsigned i = 0; !go; i++) {
             go = ready(iso, false);
-            if ((i & 63) == 63 && now_ns() - t0 > SPIN_NS)
+            if ((i & 63) == 63 && now_ns() - t0 > zfi_proc_spin_ns())
                 break;
             zfi_cpu_relax();
         }
@@ -901,6 +1215,12 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
     int sig = 0;
     zfi_child_reap(&iso->child, how, sizeof how, &failed, &sig);
     uint64_t t0 = now_ns();
+    /* The workers stop taking its outputs: the lock keeps them out from
+     * here to the unmapping; those asleep on its bell are woken (they
+     * touch nothing of the rings after their sleep). */
+    out_lock(iso);
+    atomic_store(&iso->out_live, false);
+    zfi_evc_kick_shared(&iso->m.ctl->to_workers);
     pthread_mutex_lock(&iso->mu);
     iso->alive = false; /* the gate closes; proxy_on_input drops */
     enum phase ph = iso->phase;
@@ -924,6 +1244,8 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
     iso->copies_dead += atomic_load(&iso->m.ctl->child.copies);
     iso->have_shm = false;
     zfi_shm_unmap(&iso->m);
+    out_unlock(iso);
+    atomic_store(&iso->backlog, false);
     zfi_child_close(&iso->child);
     atomic_store(&iso->pid, 0);
     if (iso->kill_reason[0]) {
@@ -1099,6 +1421,62 @@ static void add_child_diag(zfi_iso *iso, zf_diag *diag)
                      "node '%s': its isolated process did not load it: %s", nd->id, iso->init_msg);
 }
 
+/* Whether the kernel has FUTEX_WAITV (a word that differs: it returns at
+ * once, EAGAIN). */
+static bool waitv_works(void)
+{
+    _Atomic uint32_t w = 1;
+    zfi_futex_vec v = {&w, 0, false};
+    return zfi_futex_waitv(&v, 1);
+}
+
+/* A slot in the runtime's table, so that idle workers take the node's
+ * outputs (none free: its proxy thread takes them). */
+static void take_slot(zfi_iso *iso)
+{
+    zf_runtime *rt = iso->n->inst->rt;
+    pthread_mutex_lock(&rt->mu);
+    struct zfi_iso_table *t = atomic_load(&rt->isos);
+    if (!t) {
+        t = zfi_calloc(1, sizeof *t);
+        if (t) {
+            t->waitv = waitv_works();
+            atomic_store_explicit(&rt->isos, t, memory_order_release);
+        }
+    }
+    for (unsigned i = 0; t && i < ISO_SLOTS; i++)
+        if (!atomic_load(&t->slot[i].iso) && !atomic_load(&t->slot[i].lock.v)) {
+            atomic_store(&t->slot[i].iso, iso);
+            iso->slot = (int)i;
+            if (i + 1 > atomic_load(&t->n))
+                atomic_store_explicit(&t->n, i + 1, memory_order_release);
+            break;
+        }
+    pthread_mutex_unlock(&rt->mu);
+}
+
+static void drop_slot(zfi_iso *iso)
+{
+    iso_slot *s = slot_of(iso);
+    if (!s)
+        return;
+    out_lock(iso);
+    atomic_store(&s->iso, NULL);
+    out_unlock(iso);
+    iso->slot = -1;
+    /* Workers woken at the last burial may still count themselves here. */
+    pthread_mutex_lock(&iso->mu);
+    while (atomic_load(&iso->sleepers))
+        pthread_cond_wait(&iso->cv, &iso->mu);
+    pthread_mutex_unlock(&iso->mu);
+}
+
+void zfi_iso_table_free(zf_runtime *rt)
+{
+    free(atomic_load(&rt->isos));
+    atomic_store(&rt->isos, NULL);
+}
+
 zf_err zfi_iso_create(zf_node *n, zf_diag *diag)
 {
     const zfi_node *nd = n->desc;
@@ -1118,6 +1496,7 @@ zf_err zfi_iso_create(zf_node *n, zf_diag *diag)
     pthread_cond_init(&iso->cv, &ca);
     pthread_condattr_destroy(&ca);
     iso->child.pidfd = iso->child.sock = -1;
+    iso->slot = -1;
     iso->in_ports = zfi_calloc(nd->n_inputs + 1, sizeof *iso->in_ports);
     iso->out_ports = zfi_calloc(nd->n_outputs + 1, sizeof *iso->out_ports);
     iso->restart_times = zfi_calloc(nd->max_restarts + 1, sizeof *iso->restart_times);
@@ -1150,6 +1529,7 @@ zf_err zfi_iso_create(zf_node *n, zf_diag *diag)
                             "node '%s': a path or name of this node holds a newline or a tab, "
                             "which the description sent to its process cannot carry",
                             nd->id);
+    take_slot(iso);
     if (pthread_create(&iso->thread, NULL, proxy_main, iso) != 0)
         return zfi_error(ZF_ESYS, "node '%s': cannot start its proxy thread", nd->id);
     iso->thread_started = true;
@@ -1205,6 +1585,7 @@ void zfi_iso_free(zf_node *n)
     if (!iso)
         return;
     join_proxy(iso);
+    drop_slot(iso);
     zfi_ledger_free(&iso->ledger);
     free(iso->large_sent);
     free(iso->restart_times);

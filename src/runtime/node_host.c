@@ -33,7 +33,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SPIN_NS        2000u /* a short spin: see docs/isolation.md, "Waiting" */
 #define HOST_SOCK      3
 #define MAX_BACKOFF_NS 10000000ll
 
@@ -220,7 +219,7 @@ static void wait_child(bool (*ready)(void *), void *arg, int64_t timeout_ns)
     for (unsigned i = 0;; i++) {
         if (ready(arg))
             return;
-        if ((i & 63) == 63 && zf_clock_ns() - t0 > SPIN_NS)
+        if ((i & 63) == 63 && zf_clock_ns() - t0 > zfi_proc_spin_ns())
             break;
         zfi_cpu_relax();
     }
@@ -384,7 +383,14 @@ zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
     pthread_mutex_lock(&H.mu);
     push(r, h, (c->len & ZFI_CELL_LEN_MASK) | (keep ? ZFI_CELL_KEEP : 0));
     pthread_mutex_unlock(&H.mu);
-    zfi_evc_notify_shared(&H.m.ctl->to_rt);
+    /* Idle workers of the runtime take it (the proxy thread then sleeps on) */
+    if (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_relaxed) & ZFI_RT_BELL) {
+        /* (the tail's seq_cst store, then this seq_cst load: a worker that
+         * announced itself before it checked the ring is seen) */
+        if (atomic_load_explicit(&H.m.ctl->rt.bell_wanted, memory_order_seq_cst))
+            zfi_evc_kick_shared(&H.m.ctl->to_workers);
+    } else
+        zfi_evc_notify_shared(&H.m.ctl->to_rt);
     atomic_fetch_add_explicit(&n->sent, 1, memory_order_relaxed);
     if (keep)
         zf_data_unref(c); /* a local reference; the runtime took its own */

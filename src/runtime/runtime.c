@@ -59,6 +59,7 @@ void zf_runtime_destroy(zf_runtime *rt)
     }
     zfi_timer_stop(rt);
     zfi_workers_stop(rt);
+    zfi_iso_table_free(rt);
     free(rt->q);
     free(rt->worker_name);
     zfi_abandoned_free_all(rt);

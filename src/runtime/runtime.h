@@ -182,6 +182,9 @@ struct zf_runtime {
     _Atomic(zf_node *) slots[ZFI_MAX_WORKERS];
     bool slot_used[ZFI_MAX_WORKERS]; /* under mu */
     atomic_uint n_slots;             /* highest slot in use + 1 */
+    /* Process-isolated nodes whose outputs idle workers take (isolated.c);
+     * NULL until the first one. */
+    _Atomic(struct zfi_iso_table *) isos;
 
     /* workers */
     pthread_mutex_t mu;
@@ -422,6 +425,16 @@ void zfi_iso_stop_source(zf_node *n, uint64_t deadline);
 void zfi_iso_stats(zf_node *n, zfi_iso_info *out);
 /* The watchdog's look at a process's callback (timer thread, rt->mu held). */
 void zfi_iso_watch(zf_node *n, uint64_t now);
+/* An idle worker (sched.c): deliver what isolated children published into
+ * their downstream links (without blocking: a full link leaves it to the
+ * node's proxy thread); true if it delivered anything. */
+bool zfi_iso_poll(zf_runtime *rt);
+/* An idle worker's sleep on the run queue's eventcount (key from
+ * zfi_evc_prepare(q), which this ends), woken as well when an isolated
+ * child publishes an output. */
+void zfi_iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key);
+/* At runtime destroy, after the workers stopped. */
+void zfi_iso_table_free(zf_runtime *rt);
 /* In a node host (node_host.c): send and allocate across the boundary. */
 zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only);
 zf_err zfi_host_alloc(zf_node *n, size_t len, zf_data **out);

@@ -118,6 +118,8 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
         zf_node *stolen = steal(rt);
         if (stolen)
             return stolen;
+        if (zfi_iso_poll(rt)) /* isolated children's outputs (what they make ready runs next) */
+            continue;
         if ((i & 63) == 63) {
             uint64_t now = zf_clock_ns();
             if (!t0)
@@ -140,7 +142,12 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
             zfi_evc_cancel(&rt->q_evc);
             return NULL;
         }
-        zfi_evc_wait(&rt->q_evc, key, -1);
+        zfi_iso_idle_wait(rt, &rt->q_evc, key); /* (or an isolated child's output) */
+        if (zfi_iso_poll(rt)) {
+            n = steal(rt);
+            if (n)
+                return n;
+        }
     }
 }
 

@@ -452,6 +452,36 @@ ZT_CASE(every_node_isolated_suspend_and_resume)
     zf_flow_free(f);
 }
 
+/* An isolated node's outputs are taken by idle workers; a full link
+ * downstream hands them to its proxy thread (blocking sends, in order) and
+ * back to the workers once drained: every capsule arrives, in order, none
+ * dropped, nothing leaked. */
+ZT_CASE(isolated_outputs_into_a_full_link_arrive_in_order)
+{
+    const zt_node nodes[] = {
+        {"gen", ZT_LIB("gen"), "count: 3000, size: 64", NULL},
+        {"relay", ZT_LIB("relay") "\n    isolation: process", NULL, "capacity: 2"},
+        {"sink", ZT_LIB("count"), "summary: \"{{ TMP }}/order.json\", delay_us: 50", NULL}};
+    zf_flow *f = NULL;
+    zf_instance *inst = zt_launch(runtime(), zt_chain("order", nodes, 3, false), NULL, &f);
+    ZT_CHECK(inst);
+    ZT_CHECK(zt_wait_callbacks(inst, "sink", 3000, 120000));
+    zf_link_stats ls;
+    ZT_CHECK(zt_link_stats(inst, "sink.in", &ls));
+    ZT_EQ(ls.dropped, 0);
+    ZT_CHECK(ls.high_water >= 2); /* it was full */
+    zf_stop_report rep;
+    ZT_OK(zf_instance_stop(inst, &rep));
+    ZT_EQ(rep.bytes_leaked, 0);
+    ZT_EQ(rep.dropped, 0);
+    ZT_EQ(rep.child_deaths, 0);
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+    ZT_EQ(zt_summary(zt_tmp_path("order.json"), "count"), 3000);
+    ZT_EQ(zt_summary(zt_tmp_path("order.json"), "last_seq"), 3000);
+    ZT_EQ(zt_summary(zt_tmp_path("order.json"), "out_of_order"), 0);
+}
+
 /* restart: needs isolation: process, said by the loader with the place. */
 ZT_CASE(restart_needs_isolation)
 {
@@ -647,8 +677,9 @@ ZT_MAIN(ZT_ENTRY(seed_detect_isolated), ZT_ENTRY(seed_detect_isolated_pinned),
         ZT_ENTRY(garbage_in_rings_kills_the_child),
         ZT_ENTRY(kill_at_random_points_holding_capsules), ZT_ENTRY(sigkill_during_run),
         ZT_ENTRY(isolated_callback_errors_degrade_the_node),
-        ZT_ENTRY(every_node_isolated_suspend_and_resume), ZT_ENTRY(restart_needs_isolation),
-        ZT_ENTRY(load_error_in_child_is_reported),
+        ZT_ENTRY(every_node_isolated_suspend_and_resume),
+        ZT_ENTRY(isolated_outputs_into_a_full_link_arrive_in_order),
+        ZT_ENTRY(restart_needs_isolation), ZT_ENTRY(load_error_in_child_is_reported),
         ZT_ENTRY(writing_a_received_capsule_faults_in_the_child),
         ZT_ENTRY(hang_action_restart_kills_and_restarts),
         ZT_ENTRY(isolated_hang_degrades_then_recovers),
