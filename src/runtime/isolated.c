@@ -4,9 +4,9 @@
  *
  *   worker:  proxy_on_input   the capsule's reference moves into the
  *                             child's ledger; its handle into an input ring
- *   idle worker: zfi_iso_poll output rings -> the links, without blocking
+ *   idle worker: iso_poll output rings -> the links, without blocking
  *                             (the child's reference moves on); it sleeps on
- *                             the children's words too (zfi_iso_idle_wait)
+ *                             the children's words too (iso_idle_wait)
  *   proxy thread:             outputs on a full link (in order), at a stop,
  *                             end of stream or death; completion ring ->
  *                             unref; keeps the loan ring stocked; control
@@ -97,7 +97,7 @@ struct zfi_iso {
     char last_exit[256]; /* under mu */
     zf_node_decl decl;
     zf_port_decl *in_ports, *out_ports;
-    /* Outputs taken by idle workers (zfi_iso_poll): the slot's lock guards
+    /* Outputs taken by idle workers (iso_poll): the slot's lock guards
      * the output rings' consumer side and the fields below. */
     int slot;                  /* in the runtime's table; -1: none (the proxy takes them) */
     atomic_bool out_live;      /* up, ZFI_RT_BELL set: the workers take the outputs (go_live) */
@@ -904,7 +904,7 @@ static void comps_go(zfi_iso *iso)
     }
 }
 
-bool zfi_iso_poll(zf_runtime *rt)
+static bool iso_poll(zf_runtime *rt)
 {
     struct zfi_iso_table *t = atomic_load_explicit(&rt->isos, memory_order_acquire);
     if (!t)
@@ -925,7 +925,7 @@ bool zfi_iso_poll(zf_runtime *rt)
     return did;
 }
 
-void zfi_iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key)
+static void iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key)
 {
     struct zfi_iso_table *t = atomic_load_explicit(&rt->isos, memory_order_acquire);
     if (!t || !t->waitv) {
@@ -1430,6 +1430,10 @@ static bool waitv_works(void)
     return zfi_futex_waitv(&v, 1);
 }
 
+/* What idle workers do for isolated nodes (the scheduler calls it through
+ * rt->idle, set with the table). */
+static const zfi_idle_hooks iso_idle_hooks = {.poll = iso_poll, .wait = iso_idle_wait};
+
 /* A slot in the runtime's table, so that idle workers take the node's
  * outputs (none free: its proxy thread takes them). */
 static void take_slot(zfi_iso *iso)
@@ -1442,6 +1446,7 @@ static void take_slot(zfi_iso *iso)
         if (t) {
             t->waitv = waitv_works();
             atomic_store_explicit(&rt->isos, t, memory_order_release);
+            atomic_store_explicit(&rt->idle, &iso_idle_hooks, memory_order_release);
         }
     }
     for (unsigned i = 0; t && i < ISO_SLOTS; i++)

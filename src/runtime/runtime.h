@@ -167,6 +167,18 @@ typedef struct zfi_worker zfi_worker;
 
 #define ZFI_MAX_WORKERS 256
 
+/* What idle workers do besides the run queue, set by the isolation layer
+ * (isolated.c) with its table, so that the scheduler does not call it:
+ *   poll  deliver what isolated children published into their downstream
+ *         links, without blocking (a full link is left to the node's proxy
+ *         thread); true if it delivered anything.
+ *   wait  sleep on the run queue's eventcount (key from zfi_evc_prepare(q),
+ *         which this ends), woken as well when a child publishes. */
+typedef struct zfi_idle_hooks {
+    bool (*poll)(zf_runtime *rt);
+    void (*wait)(zf_runtime *rt, zfi_evc *q, uint32_t key);
+} zfi_idle_hooks;
+
 struct zf_runtime {
     char *worker_name;
     unsigned target_workers;
@@ -183,8 +195,9 @@ struct zf_runtime {
     bool slot_used[ZFI_MAX_WORKERS]; /* under mu */
     atomic_uint n_slots;             /* highest slot in use + 1 */
     /* Process-isolated nodes whose outputs idle workers take (isolated.c);
-     * NULL until the first one. */
+     * NULL until the first one, when isolated.c also sets idle. */
     _Atomic(struct zfi_iso_table *) isos;
+    _Atomic(const struct zfi_idle_hooks *) idle;
 
     /* workers */
     pthread_mutex_t mu;
@@ -425,14 +438,6 @@ void zfi_iso_stop_source(zf_node *n, uint64_t deadline);
 void zfi_iso_stats(zf_node *n, zfi_iso_info *out);
 /* The watchdog's look at a process's callback (timer thread, rt->mu held). */
 void zfi_iso_watch(zf_node *n, uint64_t now);
-/* An idle worker (sched.c): deliver what isolated children published into
- * their downstream links (without blocking: a full link leaves it to the
- * node's proxy thread); true if it delivered anything. */
-bool zfi_iso_poll(zf_runtime *rt);
-/* An idle worker's sleep on the run queue's eventcount (key from
- * zfi_evc_prepare(q), which this ends), woken as well when an isolated
- * child publishes an output. */
-void zfi_iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key);
 /* At runtime destroy, after the workers stopped. */
 void zfi_iso_table_free(zf_runtime *rt);
 /* In a node host (node_host.c): send and allocate across the boundary. */

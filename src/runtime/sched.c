@@ -106,6 +106,15 @@ static zf_node *steal(zf_runtime *rt)
     return NULL;
 }
 
+/* Besides the run queue: what the isolation layer gave idle workers to do
+ * (isolated children's outputs), through rt->idle: NULL until the first
+ * isolated node. */
+static bool idle_poll(zf_runtime *rt)
+{
+    const zfi_idle_hooks *h = atomic_load_explicit(&rt->idle, memory_order_acquire);
+    return h && h->poll(rt);
+}
+
 static zf_node *runq_pop_idle(zf_runtime *rt)
 {
     uint64_t t0 = 0;
@@ -118,7 +127,7 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
         zf_node *stolen = steal(rt);
         if (stolen)
             return stolen;
-        if (zfi_iso_poll(rt)) /* isolated children's outputs (what they make ready runs next) */
+        if (idle_poll(rt)) /* isolated children's outputs (what they make ready runs next) */
             continue;
         if ((i & 63) == 63) {
             uint64_t now = zf_clock_ns();
@@ -142,8 +151,12 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
             zfi_evc_cancel(&rt->q_evc);
             return NULL;
         }
-        zfi_iso_idle_wait(rt, &rt->q_evc, key); /* (or an isolated child's output) */
-        if (zfi_iso_poll(rt)) {
+        const zfi_idle_hooks *h = atomic_load_explicit(&rt->idle, memory_order_acquire);
+        if (h)
+            h->wait(rt, &rt->q_evc, key); /* (or an isolated child's output) */
+        else
+            zfi_evc_wait(&rt->q_evc, key, -1);
+        if (idle_poll(rt)) {
             n = steal(rt);
             if (n)
                 return n;
