@@ -55,6 +55,13 @@ HOPS = [("hop", "zflow"), ("copy", "memcpy"), ("hop", "tcp"), ("ipc_hop", "uds")
 PIPES = [("pipeline", "zflow"), ("pipeline", "gstreamer")]
 BREAKDOWN = [("pipeline", "gstreamer-q0"), ("pipeline", "gstreamer-q1"),
              ("pipeline", "gstreamer-q2"), ("pipeline", "gstreamer")]
+# Under the DDS table: the zflow link between two workers is measured by
+# bench/cluster.sh (two zfd, beside zfpeer-dds in its own run), not here.
+DOC_CROSS_WORKER = (
+    "A zflow link between two workers over the same DDS configuration is measured by "
+    "`bench/cluster.sh` (two `zfd` joined on loopback, beside `zfpeer-dds` in the same "
+    "run, at the same send period): its figures, as ratios to raw Cyclone DDS, are in "
+    "[cluster.md](cluster.md#tests-and-figures).")
 SCENARIOS = [
     ("One hop, in process", [("limit", "ring"), ("hop", "zflow"), ("copy", "memcpy"),
                              ("hop", "tcp")]),
@@ -509,6 +516,8 @@ def write_doc(path, outdir, med, runs, machine, meta, pngs):
     parts += ["## Results (medians of %s repetitions)" % meta.get("REPS", "?"), ""]
     for title, series in SCENARIOS:
         parts += ["### " + title, "", table(med, series, runs), ""]
+        if series[0][0] == "dds_hop":
+            parts += [DOC_CROSS_WORKER, ""]
     parts.append(DOC_PLOTS % {"d": imgdir_name})
     parts += ["## Targets", ""]
     tg = targets(med, runs)
