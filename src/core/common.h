@@ -5,11 +5,13 @@
 
 #include "zflow/zflow.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define ZFI_UNUSED(x)    ((void)(x))
 #define ZFI_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
@@ -36,6 +38,17 @@ static inline void zfi_prefetch_r(const void *p)
  * loaded with the program, never dlopen'ed late) reads them at a fixed
  * offset from the thread pointer, without a call to __tls_get_addr. */
 #define ZFI_TLS _Thread_local __attribute__((tls_model("initial-exec")))
+
+/* A condition variable whose timed waits read CLOCK_MONOTONIC (every timed
+ * wait of the library is on zf_clock_ns's clock, not the wall clock). */
+static inline void zfi_cond_init_monotonic(pthread_cond_t *cv)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(cv, &ca);
+    pthread_condattr_destroy(&ca);
+}
 
 /* Set this thread's zf_last_error() detail and return `code`. */
 zf_err zfi_error(zf_err code, const char *fmt, ...) ZF_PRINTF(2, 3);

@@ -296,11 +296,7 @@ zf_err zf_instance_create(zf_runtime *rt, const zf_flow *f, const zf_instance_op
     inst->name = zfi_strdup(opt && opt->name && *opt->name ? opt->name : f->name);
     inst->origin = (zfi_log_origin){inst->uuid, inst->name, NULL};
     pthread_mutex_init(&inst->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&inst->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    zfi_cond_init_monotonic(&inst->cv);
     zfi_instance_state_init(inst);
     zf_err err = ZF_OK;
     if (f->instance_id[0]) {

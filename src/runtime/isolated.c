@@ -1495,11 +1495,7 @@ zf_err zfi_iso_create(zf_node *n, zf_diag *diag)
     iso->n = n;
     iso->first = true;
     pthread_mutex_init(&iso->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&iso->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    zfi_cond_init_monotonic(&iso->cv);
     iso->child.pidfd = iso->child.sock = -1;
     iso->slot = -1;
     iso->in_ports = zfi_calloc(nd->n_inputs + 1, sizeof *iso->in_ports);

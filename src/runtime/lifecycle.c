@@ -256,11 +256,7 @@ bool zfi_lifecycle_call(zf_node *n, bool fini, zf_err *result)
     c->n = n;
     c->fini = fini;
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    zfi_cond_init_monotonic(&c->cv);
     atomic_init(&c->refs, 2);
     pthread_t t;
     int err = pthread_create(&t, NULL, lc_main, c);

@@ -585,11 +585,7 @@ zf_err zf_recording_open(const char *path, zf_recording **out)
         return zfi_error(ZF_ENOMEM, "out of memory");
     }
     pthread_mutex_init(&r->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    zfi_cond_init_monotonic(&r->cv);
     r->speed = 1.0;
     zf_err e = ZF_OK;
     struct stat st;

@@ -24,12 +24,8 @@ zf_err zf_runtime_create(const zf_runtime_options *opt, zf_runtime **out)
     rt->worker_name = zfi_strdup(opt && opt->worker ? opt->worker : "local");
     zfi_lock_init(&rt->q_mu);
     pthread_mutex_init(&rt->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&rt->cv, &ca);
-    pthread_cond_init(&rt->timer_cv, &ca);
-    pthread_condattr_destroy(&ca);
+    zfi_cond_init_monotonic(&rt->cv);
+    zfi_cond_init_monotonic(&rt->timer_cv);
     zfi_log_set_origin_lookup(zfi_node_log_origin);
     zf_err err = zfi_workers_start(rt);
     if (err == ZF_OK)

@@ -635,11 +635,7 @@ zf_err zfi_cluster_create(const zf_cluster_options *opt, zf_cluster **out)
     if (!c)
         return zfi_error(ZF_ENOMEM, "out of memory");
     pthread_mutex_init(&c->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    zfi_cond_init_monotonic(&c->cv);
     c->name = zfi_strdup(opt->name);
     c->domain = domain;
     c->lease_ns = opt->lease_ns > 0 ? opt->lease_ns : DEFAULT_LEASE_NS;
