@@ -80,8 +80,8 @@ struct zfi_bridge {
     atomic_bool eos, ended;
     zf_data *pend[BATCH];
     size_t n_pend, i_pend;
-    uint64_t handed;
-    zfi_bridge *next; /* in c->bridges */
+    uint64_t handed, credited; /* taken; the count last published */
+    zfi_bridge *next;          /* in c->bridges */
 };
 
 static void registry_add(zf_cluster *c, zfi_bridge *b)
@@ -334,6 +334,21 @@ static void publish_credit(zfi_bridge *b)
 {
     zfi_msg_credit m = {.reader = (char *)zfi_cluster_name(b->c), .taken = b->handed};
     dds_write(b->credit_ep, &m);
+    b->credited = b->handed;
+}
+
+/* The listener's credit: published once the count moved by a quarter of the
+ * capacity (at least 1). A credit per capsule woke the producer's endpoint
+ * thread (and Cyclone's receive threads on both sides) per capsule; the
+ * producer's window is the whole capacity, so holding back less than a
+ * quarter of it never makes it wait: at most capacity/4 - 1 capsules it
+ * sent are taken here and not yet credited, and once they are the next
+ * delivery publishes. */
+static void credit_some(zfi_bridge *b)
+{
+    uint64_t step = b->capacity / 4 ? b->capacity / 4 : 1;
+    if (b->handed - b->credited >= step)
+        publish_credit(b);
 }
 
 /* Hand the kept capsules to the local links: waiting for room (the thread)
@@ -411,7 +426,7 @@ static void in_on_data(dds_entity_t rd, void *arg)
         dds_set_guardcondition(b->guard, true);
     }
     if (b->handed != before)
-        publish_credit(b);
+        credit_some(b);
     bool ended = atomic_load(&b->eos) && delivered;
     pthread_mutex_unlock(&b->rmu);
     if (ended)
