@@ -447,9 +447,9 @@ int main(int argc, char **argv)
     pthread_mutex_unlock(&d.mu);
     zfd_log(ZF_LOG_INFO, "%s: destroying %zu instance(s), then exiting", signame, count);
     zfd_destroy_all(&d);
-    zfd_cluster_stop(&d);
     if (!clean) {
-        /* The stuck request still uses the runtime: do not free it. */
+        /* The stuck request still uses the runtime, and its instance may
+         * have bridges that use the cluster: free neither. */
         zfd_log(ZF_LOG_ERROR,
                 "%s: a request was still running after 30 s (a node's init or fini does not "
                 "return); every other instance was destroyed; exiting with status 1",
@@ -457,6 +457,7 @@ int main(int argc, char **argv)
         atomic_store(&orderly_exit, true);
         return 1;
     }
+    zfd_cluster_stop(&d);
     zf_runtime_destroy(d.rt);
     zf_log_set(zf_log_stderr, NULL, zfd_log_level);
     zfd_logs_close(logs);

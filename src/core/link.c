@@ -186,8 +186,10 @@ void zfi_link_set_hooks(zf_link *l, zfi_link_hook on_data, void *data_arg, zfi_l
 
 void zfi_link_set_on_data(zf_link *l, zfi_link_hook on_data, void *data_arg)
 {
-    l->on_data = on_data;
+    /* A source's own thread may be pushing already: the argument first,
+     * then the hook, published (after_push reads it with acquire). */
     l->data_arg = data_arg;
+    __atomic_store_n(&l->on_data, on_data, __ATOMIC_RELEASE);
 }
 
 /* ---- the ring ---- */
@@ -437,8 +439,9 @@ static inline void after_take(zf_link *l)
 static inline void after_push(zf_link *l)
 {
     zfi_evc_notify(&l->data_evc);
-    if (l->on_data)
-        l->on_data(l->data_arg);
+    zfi_link_hook hook = __atomic_load_n(&l->on_data, __ATOMIC_ACQUIRE);
+    if (hook)
+        hook(l->data_arg);
 }
 
 /* ---- push ---- */

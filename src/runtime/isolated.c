@@ -80,9 +80,10 @@ struct zfi_iso {
     bool first;            /* the first incarnation (create/init report to the caller) */
     uint64_t deadline;     /* of the current phase (0: none) */
     char kill_reason[200]; /* why the runtime killed it, for the death report */
-    atomic_bool dead;      /* the watcher saw the pidfd */
-    _Atomic uint64_t died_ns; /* when it did */
-    atomic_bool wake;         /* a request for the proxy thread */
+    pthread_mutex_t reason_mu; /* kill_reason (workers and the proxy thread kill) */
+    atomic_bool dead;          /* the watcher saw the pidfd */
+    _Atomic uint64_t died_ns;  /* when it did */
+    atomic_bool wake;          /* a request for the proxy thread */
     pthread_t thread, watcher;
     bool watcher_started;
     size_t small_sent, small_bytes;
@@ -180,13 +181,27 @@ static void cond_wait_until(pthread_cond_t *cv, pthread_mutex_t *mu, uint64_t de
 static void kill_child(zfi_iso *iso, const char *fmt, ...) ZF_PRINTF(2, 3);
 static void kill_child(zfi_iso *iso, const char *fmt, ...)
 {
+    pthread_mutex_lock(&iso->reason_mu); /* a leaf: taken with or without mu */
     if (!iso->kill_reason[0]) {
         va_list ap;
         va_start(ap, fmt);
         vsnprintf(iso->kill_reason, sizeof iso->kill_reason, fmt, ap);
         va_end(ap);
     }
+    pthread_mutex_unlock(&iso->reason_mu);
     zfi_child_kill(&iso->child);
+}
+
+/* Set the death report's reason without a kill (the child ends itself). */
+static void set_reason(zfi_iso *iso, const char *fmt, ...) ZF_PRINTF(2, 3);
+static void set_reason(zfi_iso *iso, const char *fmt, ...)
+{
+    pthread_mutex_lock(&iso->reason_mu);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(iso->kill_reason, sizeof iso->kill_reason, fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&iso->reason_mu);
 }
 
 /* Tell the child something (mu held): the message, then its count in the
@@ -495,7 +510,7 @@ static zf_err incarnate(zfi_iso *iso)
     iso->small_sent = iso->small_bytes = 0;
     if (iso->large_sent)
         memset(iso->large_sent, 0, iso->n_large_sent * sizeof *iso->large_sent);
-    iso->kill_reason[0] = '\0';
+    set_reason(iso, "%s", "");
     atomic_store(&iso->dead, false);
     uint32_t flags = 0;
     if (atomic_load(&n->inst->started) && !atomic_load(&n->inst->sources_stopped))
@@ -602,7 +617,7 @@ static bool drain_msgs(zfi_iso *iso)
                 iso->load_diag = zfi_strdup(text);
                 iso->load_err = code ? (zf_err)code : ZF_EABI;
             }
-            snprintf(iso->kill_reason, sizeof iso->kill_reason, "its code did not load");
+            set_reason(iso, "its code did not load");
             break;
         case ZFI_MSG_INIT_DONE:
             if (iso->phase == PH_INITING) {
@@ -615,9 +630,8 @@ static bool drain_msgs(zfi_iso *iso)
                     iso->init_err = (zf_err)code;
                     snprintf(iso->init_msg, sizeof iso->init_msg, "%s", text);
                 } else if (code != ZF_OK) {
-                    snprintf(iso->kill_reason, sizeof iso->kill_reason,
-                             "init failed on restart: %s (%s)", text[0] ? text : "",
-                             zf_errname((zf_err)code));
+                    set_reason(iso, "init failed on restart: %s (%s)", text[0] ? text : "",
+                               zf_errname((zf_err)code));
                 }
             }
             break;
@@ -662,6 +676,7 @@ typedef struct published {
     zf_data **d;
     unsigned *port;
     size_t n, cap;
+    size_t dropped; /* no memory to keep them */
 } published;
 
 /* After a take from r: if the ring had been full, its producer (the child)
@@ -737,6 +752,11 @@ static void forward(zfi_iso *iso, unsigned o, zf_data *d, published *later)
         later->port[later->n++] = o;
         return;
     }
+    if (later) { /* a burial with no room to keep it: never wait under the lock */
+        later->dropped++;
+        zf_data_unref(d);
+        return;
+    }
     /* consumed whatever the result: a refusal is counted by the link */
     ZF_IGNORE(zf_send(iso->n, o, &d));
 }
@@ -785,8 +805,10 @@ static bool drain_outputs(zfi_iso *iso, published *later)
                 return did;
             }
         }
-        if (!d)
-            atomic_store(&iso->backlog, false); /* drained: the workers take them again */
+        /* While it drains the proxy is the one consumer (workers back off on
+         * backlog): a cell a worker took while this one is on its way to
+         * the link would overtake it. Drained: the workers take them again. */
+        atomic_store(&iso->backlog, d != NULL);
         if (!later)
             out_unlock(iso);
         if (!d)
@@ -953,6 +975,9 @@ static void iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key)
             v[nv++] = (zfi_futex_vec){seq, atomic_load_explicit(seq, memory_order_acquire), true};
             atomic_fetch_add(&iso->sleepers, 1);
             atomic_store_explicit(&iso->m.ctl->rt.bell_wanted, 1, memory_order_seq_cst);
+            /* store-load (the child: tail, then bell_wanted): the rings'
+             * acquire loads below need a full fence on weaker CPUs */
+            atomic_thread_fence(memory_order_seq_cst);
             reg[nr++] = iso;
             /* (Registered even during a backlog: once the proxy thread
              * drained it, the next output rings us.) */
@@ -1228,11 +1253,11 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
     /* What it published is taken now and forwarded once the rest of what
      * it held is back in the pool (forwarding may wait for room). */
     published later = {0};
-    later.cap = iso->m.n_out * ZFI_PROC_OUT_CAP;
-    later.d = zfi_calloc(later.cap + 1, sizeof *later.d);
-    later.port = zfi_calloc(later.cap + 1, sizeof *later.port);
+    later.cap = iso->m.n_out * ZFI_PROC_OUT_CAP + 1; /* every ring full, and the held one */
+    later.d = zfi_calloc(later.cap, sizeof *later.d);
+    later.port = zfi_calloc(later.cap, sizeof *later.port);
     if (!later.d || !later.port)
-        later.cap = 0; /* no memory: forwarded at once instead */
+        later.cap = 0; /* no memory: dropped (a send here could wait, the lock held) */
     drain_msgs(iso);
     if (ph >= PH_INITING)
         drain_data(iso, &later);
@@ -1248,12 +1273,15 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
     atomic_store(&iso->backlog, false);
     zfi_child_close(&iso->child);
     atomic_store(&iso->pid, 0);
-    if (iso->kill_reason[0]) {
+    pthread_mutex_lock(&iso->reason_mu);
+    bool killed = iso->kill_reason[0] != '\0';
+    if (killed)
         snprintf(why, len, "was killed by the runtime: %s", iso->kill_reason);
+    pthread_mutex_unlock(&iso->reason_mu);
+    if (killed)
         failed = true;
-    } else {
+    else
         snprintf(why, len, "%s", how);
-    }
     snprintf(iso->last_exit, sizeof iso->last_exit, "%s", why);
     iso->eos_done = false;
     iso->stop_done = false;
@@ -1273,6 +1301,11 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
                    (double)since / 1e6);
     if (ph == PH_FINISHING && failed)
         zfi_node_killed_at_stop(n, why);
+    if (later.dropped)
+        zfi_log_at(&n->origin, ZF_LOG_WARN, "isolation",
+                   "%s: node '%s': %zu capsule(s) it published dropped (out of memory at its "
+                   "burial)",
+                   n->inst->uuid, n->desc->id, later.dropped);
     for (size_t i = 0; i < later.n; i++)
         ZF_IGNORE(zf_send(n, later.port[i], &later.d[i])); /* consumed; a refusal is counted */
     free(later.d);
@@ -1495,6 +1528,7 @@ zf_err zfi_iso_create(zf_node *n, zf_diag *diag)
     iso->n = n;
     iso->first = true;
     pthread_mutex_init(&iso->mu, NULL);
+    pthread_mutex_init(&iso->reason_mu, NULL);
     zfi_cond_init_monotonic(&iso->cv);
     iso->child.pidfd = iso->child.sock = -1;
     iso->slot = -1;
@@ -1594,6 +1628,7 @@ void zfi_iso_free(zf_node *n)
     free(iso->out_ports);
     free(iso->load_diag);
     pthread_mutex_destroy(&iso->mu);
+    pthread_mutex_destroy(&iso->reason_mu);
     pthread_cond_destroy(&iso->cv);
     free(iso);
     n->iso = NULL;

@@ -83,6 +83,10 @@ static bool runtime_shutdown(zf_runtime *rt)
     return s;
 }
 
+/* Runs between two looks of a busy worker at isolated children's outputs
+ * (a power of two). */
+#define BUSY_POLL_EVERY 16u
+
 /* Next ready node; NULL when the runtime shuts down. */
 static zf_node *runq_pop_idle(zf_runtime *rt);
 static zf_node *runq_pop(zf_runtime *rt)
@@ -500,7 +504,7 @@ static void *worker_main(void *arg)
             break;
         }
     pthread_mutex_unlock(&rt->mu);
-    unsigned next_runs = 0;
+    unsigned next_runs = 0, polls = 0;
     for (;;) {
         zf_node *n = tls_slot >= 0 ? atomic_exchange(&rt->slots[tls_slot], NULL) : NULL;
         if (n && ++next_runs > MAX_NEXT_RUNS) {
@@ -515,6 +519,11 @@ static void *worker_main(void *arg)
             break;
         if (!run_node(n))
             return NULL; /* abandoned: the runtime counts this thread as stuck */
+        /* Busy workers look at isolated children's outputs too, now and
+         * then: only idle ones did, so workers kept busy by other nodes left
+         * a child blocked on a full output ring until it passed for hung. */
+        if ((++polls & (BUSY_POLL_EVERY - 1)) == 0)
+            idle_poll(rt);
         if (tls_retire)
             break;
     }
