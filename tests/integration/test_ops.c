@@ -307,32 +307,54 @@ static bool node_state_is(const char *id, const char *node, const char *state_na
 ZT_CASE(rates_follow_a_100hz_source_and_fall_after_suspend)
 {
     ZT_CHECK(start_zfd("rates", NULL));
-    const char *y = zt_fmt("name: hz\n"
-                           "sources:\n"
-                           "  - id: src\n"
-                           "    library: \"%s/libt_gen.so\"\n"
-                           "    period: 10ms\n"
-                           "    outputs: [out]\n"
-                           "sinks:\n"
-                           "  - id: sink\n"
-                           "    library: \"%s/libt_count.so\"\n"
-                           "    inputs: [in]\n"
-                           "links:\n"
-                           "  - {from: {node: src, output: out}, to: {node: sink, input: in}}\n",
-                           nodes, nodes);
+    const char *y =
+        zt_fmt("name: hz\n"
+               "sources:\n"
+               "  - id: src\n"
+               "    library: \"%s/libt_gen.so\"\n"
+               "    period: 10ms\n"
+               "    outputs: [out]\n"
+               "operators:\n"
+               "  - id: slow_first\n"
+               "    library: \"%s/libt_relay.so\"\n"
+               "    inputs: [in]\n"
+               "    outputs: [out]\n"
+               "    configuration: {hang_on: 1, hang_ms: 40}\n"
+               "sinks:\n"
+               "  - id: sink\n"
+               "    library: \"%s/libt_count.so\"\n"
+               "    inputs: [in]\n"
+               "  - id: sink2\n"
+               "    library: \"%s/libt_count.so\"\n"
+               "    inputs: [in]\n"
+               "links:\n"
+               "  - {from: {node: src, output: out}, to: {node: sink, input: in}}\n"
+               "  - {from: {node: src, output: out}, to: {node: slow_first, input: in}}\n"
+               "  - {from: {node: slow_first, output: out}, to: {node: sink2, input: in}}\n",
+               nodes, nodes, nodes, nodes);
     const char *id = deploy("hz", y);
     ZT_CHECK(id);
     char uuid[64];
     snprintf(uuid, sizeof uuid, "%s", id);
-    zt_sleep_ms(2500);
+    /* A node is at most one core busy, whatever its sampled callbacks say:
+     * slow_first's first callback (40 ms, timed) once read as 256 %. */
+    double cpu_max = 0;
+    for (int i = 0; i < 25; i++) {
+        zt_sleep_ms(100);
+        double c = status_num(uuid, "nodes", "id", "slow_first", "cpu_1s");
+        cpu_max = c > cpu_max ? c : cpu_max;
+    }
+    fprintf(stderr, "  slow_first's CPU over the first 2.5 s: at most %.2f cores\n", cpu_max);
+    ZT_CHECK(cpu_max <= 1.0);
     double in = status_num(uuid, "links", "to", "sink.in", "in_msgs_1s");
     double node_out = status_num(uuid, "nodes", "id", "src", "out_msgs_1s");
     double sink_in = status_num(uuid, "nodes", "id", "sink", "in_msgs_1s");
     fprintf(stderr, "  1 s window: link %.1f msgs/s, src sends %.1f, sink takes %.1f\n", in,
             node_out, sink_in);
-    ZT_CHECK(in >= 95 && in <= 105);
-    ZT_CHECK(node_out >= 95 && node_out <= 105);
-    ZT_CHECK(sink_in >= 95 && sink_in <= 105);
+    /* Wide: a loaded machine makes the source miss periods (it skips them). */
+    ZT_CHECK(in >= 70 && in <= 110);
+    ZT_CHECK(node_out >= 70 && node_out <= 110);
+    ZT_CHECK(sink_in >= 70 && sink_in <= 110);
     ZT_CHECK(status_num(uuid, "links", "to", "sink.in", "in_bytes_1s") >= 95 * 64);
     ZT_CHECK(node_state_is(uuid, "src", "RUNNING"));
     char *out = NULL;
