@@ -29,11 +29,19 @@ static const char *request_with(const char *field, const char *value)
     const char *var = !strcmp(field, "vars") ? value : "K=V";
     const char *desc = !strcmp(field, "descriptor") ? value : "name: a";
     const char *keypart = !strcmp(field, "key") ? value : "";
+    /* the filters of logs, echo, hz and record (decoded for every op) */
+    const char *node = !strcmp(field, "node") ? value : "cam";
+    const char *level = !strcmp(field, "level") ? value : "info";
+    const char *grep = !strcmp(field, "grep") ? value : "frame";
+    const char *since = !strcmp(field, "since") ? value : "10m";
+    const char *link = !strcmp(field, "link") ? value : "cam.out";
+    const char *file = !strcmp(field, "file") ? value : "cam.rec";
     snprintf(buf, sizeof buf,
              "{\"v\":1,\"op\":\"%s\",\"id\":\"%s\",\"name\":\"%s\",\"path\":\"%s\","
-             "\"vars\":[\"%s\"],\"descriptor\":\"%s\"%s%s%s}",
-             op, id, name, path, var, desc, keypart[0] ? ",\"" : "", keypart,
-             keypart[0] ? "\":1" : "");
+             "\"vars\":[\"%s\"],\"descriptor\":\"%s\",\"node\":\"%s\",\"level\":\"%s\","
+             "\"grep\":\"%s\",\"since\":\"%s\",\"link\":\"%s\",\"file\":\"%s\"%s%s%s}",
+             op, id, name, path, var, desc, node, level, grep, since, link, file,
+             keypart[0] ? ",\"" : "", keypart, keypart[0] ? "\":1" : "");
     return buf;
 }
 
@@ -47,7 +55,10 @@ static zf_err decode(const char *text, char *err, size_t errlen)
     return e;
 }
 
-static const char *const fields[] = {"op", "id", "name", "path", "vars", "descriptor", "key"};
+/* Every string a request holds ("key": a member's name); the descriptor
+ * and the key stay last (the control character case skips the key). */
+static const char *const fields[] = {"op",   "id",    "name", "path", "vars",       "node", "level",
+                                     "grep", "since", "link", "file", "descriptor", "key"};
 
 ZT_CASE(a_valid_request_decodes)
 {
