@@ -2,6 +2,7 @@
 #include "harness.h"
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -520,18 +521,31 @@ static uint64_t daemon_rss(void)
 }
 
 /* Whether process pid has a handler for sig (SigCgt in /proc/PID/status). */
+/* Whether process pid has taken over signal sig: a handler (SigCgt), or
+ * the signal blocked in one of its threads (zfctl run blocks its signals
+ * and waits for them with sigwait, which unblocks them in the waiting
+ * thread while it waits: its other threads still show them blocked). */
 static bool catches(pid_t pid, int sig)
 {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    unsigned long long mask = 0;
-    bool found = false;
-    while (f && !found && fgets(line, sizeof line, f))
-        found = sscanf(line, "SigCgt: %llx", &mask) == 1;
-    if (f)
-        fclose(f);
-    return found && (mask >> (sig - 1) & 1);
+    char path[128], line[256];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *dir = opendir(path);
+    bool got = false;
+    for (struct dirent *t; dir && !got && (t = readdir(dir));) {
+        if (t->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%.20s/status", (int)pid, t->d_name);
+        FILE *f = fopen(path, "r");
+        unsigned long long m = 0;
+        while (f && !got && fgets(line, sizeof line, f))
+            if (sscanf(line, "SigCgt: %llx", &m) == 1 || sscanf(line, "SigBlk: %llx", &m) == 1)
+                got = m >> (sig - 1) & 1;
+        if (f)
+            fclose(f);
+    }
+    if (dir)
+        closedir(dir);
+    return got;
 }
 
 ZT_CASE(two_hundred_deploy_destroy_cycles_stay_flat)
@@ -893,7 +907,10 @@ ZT_CASE(a_forking_node_then_kill_9_and_a_restart_succeeds)
     kill(daemon_pid, SIGKILL);
     waitpid(daemon_pid, NULL, 0);
     daemon_pid = 0;
-    start_daemon_with(NULL, true); /* the child still lives */
+    char pidbuf[32];
+    int child = atoi(zt_read_file(pidfile, pidbuf, sizeof pidbuf));
+    ZT_CHECK(child > 1 && kill(child, 0) == 0); /* the forked child outlives zfd */
+    start_daemon_with(NULL, true);
     bool up = hello_soon();
     char *out = NULL;
     uint64_t t0 = zf_clock_ns();
@@ -1160,6 +1177,62 @@ static void *deploy_main(void *arg)
     deploy_job *j = arg;
     j->answer = deploy_text(j->yaml, j->path, "late", 30000);
     return NULL;
+}
+
+/* faulty_flow(cfg) with the faulty node's hang_timeout `t` instead of
+ * 100 ms (init and fini bounded at ten times it). */
+static const char *faulty_flow_hang(const char *cfg, const char *t)
+{
+    static char text[2048];
+    const char *base = faulty_flow(cfg), *h = strstr(base, "hang_timeout: 100ms");
+    if (!h)
+        return base;
+    snprintf(text, sizeof text, "%.*shang_timeout: %s%s", (int)(h - base), base, t,
+             h + strlen("hang_timeout: 100ms"));
+    return text;
+}
+
+/* Finding 7: SIGTERM while a deploy's init never returns still stops every
+ * other instance gracefully: within the init's bound (the deploy is then
+ * answered, zfd exits 0), and past 30 s when the bound is longer (the
+ * stuck request is given up, zfd exits 1, the neighbour is destroyed). */
+ZT_CASE(sigterm_while_an_init_never_returns_stops_the_neighbour)
+{
+    const char *bounds[] = {"300ms", "5s"}; /* init bounded at 3 s, at 50 s */
+    for (int i = 0; i < 2; i++) {
+        start_daemon();
+        char *neighbour = deploy_seed("neighbour", true);
+        ZT_CHECK(neighbour);
+        deploy_job j = {.yaml = faulty_flow_hang("mode: init_hang", bounds[i]),
+                        .path = zt_tmp_path("f.yaml")};
+        pthread_t t;
+        ZT_OK(pthread_create(&t, NULL, deploy_main, &j));
+        zt_sleep_ms(1000); /* the init is under way */
+        uint64_t t0 = zf_clock_ns();
+        kill(daemon_pid, SIGTERM);
+        int rc = wait_daemon(90000);
+        double secs = (double)(zf_clock_ns() - t0) / 1e9;
+        pthread_join(t, NULL);
+        printf("  SIGTERM during an init bounded at %s x 10: zfd exited %d after %.2f s\n",
+               bounds[i], rc, secs);
+        char logbuf[65536];
+        zt_read_file(log_path, logbuf, sizeof logbuf);
+        ZT_CONTAINS(logbuf, zt_fmt("destroyed %s (neighbour)", neighbour));
+        ZT_CHECK(!strstr(logbuf, "LEAKED"));
+        free(neighbour);
+        if (i == 0) {
+            ZT_EQ(rc, 0);
+            ZT_CHECK(secs < 15.0);
+            ZT_CHECK(j.answer && !answer_ok(j.answer)); /* answered, not a success */
+            ZT_CONTAINS(logbuf, "init has not returned after 3.0 s: abandoned");
+        } else {
+            ZT_EQ(rc, 1);
+            ZT_CHECK(secs >= 25.0 && secs < 60.0);
+            ZT_CONTAINS(logbuf, "a request was still running after 30 s");
+            ZT_CONTAINS(logbuf, "every other instance was destroyed");
+        }
+        zf_config_free(j.answer);
+    }
 }
 
 /* Finding 13: SIGTERM during a deploy: the deploy is answered. */
@@ -1466,6 +1539,7 @@ ZT_MAIN(ZT_ENTRY(options_match_exactly_and_hello_escapes_the_name),
         ZT_ENTRY(init_and_fini_that_never_return_under_zfctl_run),
         ZT_ENTRY(a_node_that_exits_or_segfaults_is_named_in_the_log),
         ZT_ENTRY(an_isolated_segfaulting_node_spares_the_daemon_and_its_neighbour),
-        ZT_ENTRY(sigterm_during_a_deploy_answers_it), ZT_ENTRY(fifo_library_and_ambiguous_names),
-        ZT_ENTRY(zenoh_flow_spellings_and_unique_names),
+        ZT_ENTRY(sigterm_during_a_deploy_answers_it),
+        ZT_ENTRY(sigterm_while_an_init_never_returns_stops_the_neighbour),
+        ZT_ENTRY(fifo_library_and_ambiguous_names), ZT_ENTRY(zenoh_flow_spellings_and_unique_names),
         ZT_ENTRY(chaos_clients_on_shared_instances))
