@@ -12,7 +12,10 @@
  * not returned by then is abandoned: its thread is left behind (recorded
  * with the runtime's abandoned threads), the node is never freed, and the
  * caller goes on (the instance fails to create, or the stop completes).
- * Abandoned threads of every kind are listed by zf_runtime_abandoned. */
+ * Abandoned threads of every kind are listed by zf_runtime_abandoned: those
+ * left in init or fini, callbacks abandoned at stop, and callbacks whose
+ * worker the watchdog replaced (listed while they stay stuck, dropped from
+ * the list when they return). */
 #include "runtime/runtime.h"
 
 #include <errno.h>
@@ -121,9 +124,23 @@ void zfi_node_finish(zf_node *n)
 
 /* ---- the abandoned threads ---- */
 
-void zfi_abandoned_add(zf_node *n, const char *in, int tid)
+/* The entry for thread tid in n's code, or NULL; rt->mu held. */
+static zfi_abandoned **abandoned_find(zf_runtime *rt, const zf_node *n, int tid)
+{
+    for (zfi_abandoned **a = &rt->abandoned; *a; a = &(*a)->next)
+        if ((*a)->tid == tid && !strcmp((*a)->instance, n->inst->uuid) &&
+            !strcmp((*a)->node, n->desc->id))
+            return a;
+    return NULL;
+}
+
+/* rt->mu held. A thread already listed for n (the watchdog recorded a
+ * hung callback, then stop abandoned it) is listed once. */
+void zfi_abandoned_add_locked(zf_node *n, const char *in, int tid)
 {
     zf_runtime *rt = n->inst->rt;
+    if (tid && abandoned_find(rt, n, tid))
+        return;
     zfi_abandoned *a = zfi_calloc(1, sizeof *a);
     if (!a)
         return;
@@ -133,9 +150,28 @@ void zfi_abandoned_add(zf_node *n, const char *in, int tid)
     snprintf(a->in, sizeof a->in, "%s", in);
     a->tid = tid;
     a->since_ns = zf_clock_ns();
-    pthread_mutex_lock(&rt->mu);
     a->next = rt->abandoned;
     rt->abandoned = a;
+}
+
+void zfi_abandoned_add(zf_node *n, const char *in, int tid)
+{
+    zf_runtime *rt = n->inst->rt;
+    pthread_mutex_lock(&rt->mu);
+    zfi_abandoned_add_locked(n, in, tid);
+    pthread_mutex_unlock(&rt->mu);
+}
+
+void zfi_abandoned_drop(zf_node *n, int tid)
+{
+    zf_runtime *rt = n->inst->rt;
+    pthread_mutex_lock(&rt->mu);
+    zfi_abandoned **a = abandoned_find(rt, n, tid);
+    if (a) {
+        zfi_abandoned *x = *a;
+        *a = x->next;
+        free(x);
+    }
     pthread_mutex_unlock(&rt->mu);
 }
 

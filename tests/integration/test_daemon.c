@@ -929,11 +929,10 @@ static zf_config *workers_answer(void)
     return request(ZF_OP_WORKERS, NULL);
 }
 
-/* The abandoned threads `workers` lists for node `in` ("init"...). */
-static int abandoned_in(const zf_config *w, const char *in, double *cpu)
+/* How many of the abandoned threads `t` are node 'bad''s, left in `in`
+ * ("init"...); the CPU of the last one in *cpu. */
+static int abandoned_count(const zf_config *t, const char *in, double *cpu)
 {
-    const zf_config *list = zf_config_get(w, "result.workers");
-    const zf_config *t = zf_config_get(zf_config_at(list, 0), "abandoned_threads");
     int n = 0;
     for (size_t i = 0; i < zf_config_len(t); i++) {
         const zf_config *x = zf_config_at(t, i);
@@ -943,6 +942,22 @@ static int abandoned_in(const zf_config *w, const char *in, double *cpu)
                 ZT_OK(zf_config_float(x, "cpu_s", 0, cpu));
         }
     }
+    return n;
+}
+
+/* The abandoned threads `workers` lists for node 'bad' in `in`. */
+static int abandoned_in(const zf_config *w, const char *in, double *cpu)
+{
+    const zf_config *list = zf_config_get(w, "result.workers");
+    return abandoned_count(zf_config_get(zf_config_at(list, 0), "abandoned_threads"), in, cpu);
+}
+
+/* ... and those `status ID` lists. */
+static int abandoned_in_status(const char *id, const char *in, double *cpu)
+{
+    zf_config *r = request(ZF_OP_STATUS, id);
+    int n = abandoned_count(zf_config_get(r, "result.abandoned_threads"), in, cpu);
+    zf_config_free(r);
     return n;
 }
 
@@ -986,12 +1001,20 @@ ZT_CASE(init_and_fini_that_never_return_under_zfd)
     ZT_CHECK(r && answer_ok(r));
     zf_config_free(r);
     zt_sleep_ms(300);
+    /* the watchdog replaced its worker: `status` of the running instance
+     * shows the thread and the CPU it burns */
+    double cpu = 0;
+    ZT_EQ(abandoned_in_status("spinner", "callback", &cpu), 1);
+    ZT_CHECK(cpu > 0.05);
+    ZT_EQ(ctl(&out, "status", "spinner", NULL), 0);
+    ZT_CONTAINS(out, "abandoned thread");
+    ZT_CONTAINS(out, "in callback");
+    free(out);
     ZT_EQ(ctl(&out, "destroy", "spinner", NULL), 0);
     free(out);
     zt_sleep_ms(300);
-    double cpu = 0;
     w = workers_answer();
-    ZT_EQ(abandoned_in(w, "callback", &cpu), 1);
+    ZT_EQ(abandoned_in(w, "callback", &cpu), 1); /* listed once, abandoned at stop too */
     zf_config_free(w);
     printf("  the abandoned spinning callback has used %.2f s of CPU\n", cpu);
     ZT_CHECK(cpu > 0.1);
@@ -1011,6 +1034,39 @@ ZT_CASE(init_and_fini_that_never_return_under_zfd)
     ZT_CONTAINS(logbuf, "init has not returned after 1.0 s: abandoned");
     ZT_CONTAINS(logbuf, "fini has not returned after 1.0 s: abandoned");
     free(neighbour);
+}
+
+/* Finding 8: a hung callback is shown while it is stuck, and no longer
+ * once it returns (its node RUNNING again). */
+ZT_CASE(a_hung_callback_is_shown_until_it_returns)
+{
+    start_daemon();
+    zf_config *r = deploy_text(faulty_flow("mode: stall, sleep_ms: 3000"), zt_tmp_path("f.yaml"),
+                               "staller", 30000);
+    ZT_CHECK(r && answer_ok(r));
+    zf_config_free(r);
+    int seen = 0;
+    for (int i = 0; i < 200 && !seen; i++) { /* hung after 100 ms; 2 s at most */
+        zt_sleep_ms(10);
+        seen = abandoned_in_status("staller", "callback", NULL);
+    }
+    ZT_EQ(seen, 1);
+    zf_config *w = workers_answer();
+    ZT_EQ(abandoned_in(w, "callback", NULL), 1);
+    zf_config_free(w);
+    for (int i = 0; i < 1000 && seen; i++) { /* it returns after 3 s */
+        zt_sleep_ms(10);
+        seen = abandoned_in_status("staller", "callback", NULL);
+    }
+    ZT_EQ(seen, 0);
+    w = workers_answer();
+    ZT_EQ(abandoned_in(w, "callback", NULL), 0);
+    zf_config_free(w);
+    char *out = NULL;
+    ZT_EQ(ctl(&out, "destroy", "staller", NULL), 0);
+    ZT_CONTAINS(out, "nothing leaked");
+    free(out);
+    ZT_EQ(stop_daemon(), 0);
 }
 
 /* Finding 7 under zfctl run: bounded, reported, not a success. */
@@ -1536,6 +1592,7 @@ ZT_MAIN(ZT_ENTRY(options_match_exactly_and_hello_escapes_the_name),
         ZT_ENTRY(a_socket_no_daemon_answers_is_stale),
         ZT_ENTRY(a_forking_node_then_kill_9_and_a_restart_succeeds),
         ZT_ENTRY(init_and_fini_that_never_return_under_zfd),
+        ZT_ENTRY(a_hung_callback_is_shown_until_it_returns),
         ZT_ENTRY(init_and_fini_that_never_return_under_zfctl_run),
         ZT_ENTRY(a_node_that_exits_or_segfaults_is_named_in_the_log),
         ZT_ENTRY(an_isolated_segfaulting_node_spares_the_daemon_and_its_neighbour),
