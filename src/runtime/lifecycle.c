@@ -124,12 +124,17 @@ void zfi_node_finish(zf_node *n)
 
 /* ---- the abandoned threads ---- */
 
-/* The entry for thread tid in n's code, or NULL; rt->mu held. */
-static zfi_abandoned **abandoned_find(zf_runtime *rt, const zf_node *n, int tid)
+/* An entry for n, or NULL; rt->mu held. The one listing thread tid
+ * (returned false), or (returned true) one whose thread came back, left
+ * in `in`: entries are never freed before the runtime (the strings
+ * zf_runtime_abandoned hands out point into them), so a node that hangs
+ * and comes back again and again reuses its entry. */
+static zfi_abandoned *abandoned_find(zf_runtime *rt, const zf_node *n, int tid, bool returned,
+                                     const char *in)
 {
-    for (zfi_abandoned **a = &rt->abandoned; *a; a = &(*a)->next)
-        if ((*a)->tid == tid && !strcmp((*a)->instance, n->inst->uuid) &&
-            !strcmp((*a)->node, n->desc->id))
+    for (zfi_abandoned *a = rt->abandoned; a; a = a->next)
+        if (a->returned == returned && (returned ? !strcmp(a->in, in) : a->tid == tid) &&
+            !strcmp(a->instance, n->inst->uuid) && !strcmp(a->node, n->desc->id))
             return a;
     return NULL;
 }
@@ -139,19 +144,22 @@ static zfi_abandoned **abandoned_find(zf_runtime *rt, const zf_node *n, int tid)
 void zfi_abandoned_add_locked(zf_node *n, const char *in, int tid)
 {
     zf_runtime *rt = n->inst->rt;
-    if (tid && abandoned_find(rt, n, tid))
+    if (tid && abandoned_find(rt, n, tid, false, in))
         return;
-    zfi_abandoned *a = zfi_calloc(1, sizeof *a);
-    if (!a)
-        return;
-    snprintf(a->node, sizeof a->node, "%s", n->desc->id);
-    snprintf(a->instance, sizeof a->instance, "%s", n->inst->uuid);
-    snprintf(a->name, sizeof a->name, "%s", n->inst->name ? n->inst->name : "");
-    snprintf(a->in, sizeof a->in, "%s", in);
+    zfi_abandoned *a = abandoned_find(rt, n, tid, true, in);
+    if (!a) {
+        if (!(a = zfi_calloc(1, sizeof *a)))
+            return;
+        snprintf(a->node, sizeof a->node, "%s", n->desc->id);
+        snprintf(a->instance, sizeof a->instance, "%s", n->inst->uuid);
+        snprintf(a->name, sizeof a->name, "%s", n->inst->name ? n->inst->name : "");
+        snprintf(a->in, sizeof a->in, "%s", in);
+        a->next = rt->abandoned;
+        rt->abandoned = a;
+    }
     a->tid = tid;
     a->since_ns = zf_clock_ns();
-    a->next = rt->abandoned;
-    rt->abandoned = a;
+    a->returned = false;
 }
 
 void zfi_abandoned_add(zf_node *n, const char *in, int tid)
@@ -166,12 +174,9 @@ void zfi_abandoned_drop(zf_node *n, int tid)
 {
     zf_runtime *rt = n->inst->rt;
     pthread_mutex_lock(&rt->mu);
-    zfi_abandoned **a = abandoned_find(rt, n, tid);
-    if (a) {
-        zfi_abandoned *x = *a;
-        *a = x->next;
-        free(x);
-    }
+    zfi_abandoned *a = abandoned_find(rt, n, tid, false, NULL);
+    if (a)
+        a->returned = true; /* no longer listed */
     pthread_mutex_unlock(&rt->mu);
 }
 
@@ -195,7 +200,7 @@ zf_err zf_runtime_abandoned(zf_runtime *rt, zf_abandoned_thread **out, size_t *n
     pthread_mutex_lock(&rt->mu);
     size_t count = 0;
     for (zfi_abandoned *a = rt->abandoned; a; a = a->next)
-        count++;
+        count += !a->returned;
     zf_abandoned_thread *v = count ? zfi_calloc(count, sizeof *v) : NULL;
     if (count && !v) {
         pthread_mutex_unlock(&rt->mu);
@@ -203,6 +208,8 @@ zf_err zf_runtime_abandoned(zf_runtime *rt, zf_abandoned_thread **out, size_t *n
     }
     size_t i = count;
     for (zfi_abandoned *a = rt->abandoned; a; a = a->next) {
+        if (a->returned)
+            continue;
         zf_abandoned_thread *t = &v[--i]; /* oldest first */
         t->node = a->node;
         t->instance = a->instance;
