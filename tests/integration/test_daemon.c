@@ -548,6 +548,24 @@ static bool catches(pid_t pid, int sig)
     return got;
 }
 
+/* gen (with `gen_lines`, each "    key: value\n") -> count, named `name`. */
+static const char *gen_count_flow(const char *name, const char *gen_lines)
+{
+    return zt_fmt("name: %s\n"
+                  "sources:\n"
+                  "  - id: gen\n"
+                  "    library: %s/libt_gen.so\n"
+                  "%s"
+                  "    outputs: [out]\n"
+                  "sinks:\n"
+                  "  - id: sink\n"
+                  "    library: %s/libt_count.so\n"
+                  "    inputs: [in]\n"
+                  "links:\n"
+                  "  - {from: {node: gen, output: out}, to: {node: sink, input: in}}\n",
+                  name, nodes_libs, gen_lines, nodes_libs);
+}
+
 ZT_CASE(two_hundred_deploy_destroy_cycles_stay_flat)
 {
     /* The log lines kept in memory for followers fill their ring in the
@@ -557,28 +575,12 @@ ZT_CASE(two_hundred_deploy_destroy_cycles_stay_flat)
                           "--log-ring", "64",      NULL};
     start_daemon_with(args, false);
     const char *flow = zt_tmp_path("small.yaml");
-    FILE *f = fopen(flow, "w");
-    fprintf(f,
-            "name: small\n"
-            "sources:\n"
-            "  - id: gen\n"
-            "    library: %s/libt_gen.so\n"
-            "    period: 1ms\n"
-            "    configuration: {size: 4096}\n"
-            "    outputs: [out]\n"
-            "sinks:\n"
-            "  - id: sink\n"
-            "    library: %s/libt_count.so\n"
-            "    inputs: [in]\n"
-            "links:\n"
-            "  - {from: {node: gen, output: out}, to: {node: sink, input: in}}\n",
-            nodes_libs, nodes_libs);
-    fclose(f);
     char text[4096];
-    f = fopen(flow, "r");
-    size_t len = fread(text, 1, sizeof text - 1, f);
+    snprintf(text, sizeof text, "%s",
+             gen_count_flow("small", "    period: 1ms\n    configuration: {size: 4096}\n"));
+    FILE *f = fopen(flow, "w");
+    fputs(text, f);
     fclose(f);
-    text[len] = 0;
     uint64_t rss_warm = 0;
     int fds_warm = 0;
     for (int i = 0; i < 200; i++) {
@@ -762,20 +764,8 @@ ZT_CASE(started_instances_cost_their_first_segment_not_4_mib)
     ZT_CHECK(socket_up());
     const char *flow = zt_tmp_path("tiny.yaml");
     char text[2048];
-    snprintf(text, sizeof text,
-             "name: tiny\n"
-             "sources:\n"
-             "  - id: gen\n"
-             "    library: %s/libt_gen.so\n"
-             "    configuration: {count: 1, size: 64}\n"
-             "    outputs: [out]\n"
-             "sinks:\n"
-             "  - id: sink\n"
-             "    library: %s/libt_count.so\n"
-             "    inputs: [in]\n"
-             "links:\n"
-             "  - {from: {node: gen, output: out}, to: {node: sink, input: in}}\n",
-             nodes_libs, nodes_libs);
+    snprintf(text, sizeof text, "%s",
+             gen_count_flow("tiny", "    configuration: {count: 1, size: 64}\n"));
     enum { N = 32 };
     /* one first, so code paths and the runtime's threads are in place */
     zf_config *r = deploy_text(text, flow, "tiny-warm", 30000);
