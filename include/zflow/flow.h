@@ -127,10 +127,12 @@ ZF_EXPORT ZF_NODISCARD zf_err zf_runtime_create(const zf_runtime_options *opt, z
  *  destroyed first. NULL is a no-op. */
 ZF_EXPORT void zf_runtime_destroy(zf_runtime *rt);
 
-/** A thread the runtime left behind inside node code: a callback stuck at
- *  stop, or an init or fini that outlived its bound (ten times the node's
- *  hang_timeout). It may spin forever; it is never killed (it runs in this
- *  process), only shown. */
+/** A thread the runtime left behind inside node code: a callback whose
+ *  worker the watchdog replaced (past its hang_timeout; listed while it
+ *  stays stuck, no longer once it returns), a callback stuck at stop, or an
+ *  init or fini that outlived its bound (ten times the node's hang_timeout).
+ *  It may spin forever; it is never killed (it runs in this process), only
+ *  shown. */
 typedef struct zf_abandoned_thread {
     const char *node;          /**< the node's id */
     const char *instance;      /**< its instance's UUID */

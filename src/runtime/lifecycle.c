@@ -12,7 +12,10 @@
  * not returned by then is abandoned: its thread is left behind (recorded
  * with the runtime's abandoned threads), the node is never freed, and the
  * caller goes on (the instance fails to create, or the stop completes).
- * Abandoned threads of every kind are listed by zf_runtime_abandoned. */
+ * Abandoned threads of every kind are listed by zf_runtime_abandoned: those
+ * left in init or fini, callbacks abandoned at stop, and callbacks whose
+ * worker the watchdog replaced (listed while they stay stuck, dropped from
+ * the list when they return). */
 #include "runtime/runtime.h"
 
 #include <errno.h>
@@ -121,21 +124,59 @@ void zfi_node_finish(zf_node *n)
 
 /* ---- the abandoned threads ---- */
 
+/* An entry for n, or NULL; rt->mu held. The one listing thread tid
+ * (returned false), or (returned true) one whose thread came back, left
+ * in `in`: entries are never freed before the runtime (the strings
+ * zf_runtime_abandoned hands out point into them), so a node that hangs
+ * and comes back again and again reuses its entry. */
+static zfi_abandoned *abandoned_find(zf_runtime *rt, const zf_node *n, int tid, bool returned,
+                                     const char *in)
+{
+    for (zfi_abandoned *a = rt->abandoned; a; a = a->next)
+        if (a->returned == returned && (returned ? !strcmp(a->in, in) : a->tid == tid) &&
+            !strcmp(a->instance, n->inst->uuid) && !strcmp(a->node, n->desc->id))
+            return a;
+    return NULL;
+}
+
+/* rt->mu held. A thread already listed for n (the watchdog recorded a
+ * hung callback, then stop abandoned it) is listed once. */
+void zfi_abandoned_add_locked(zf_node *n, const char *in, int tid)
+{
+    zf_runtime *rt = n->inst->rt;
+    if (tid && abandoned_find(rt, n, tid, false, in))
+        return;
+    zfi_abandoned *a = abandoned_find(rt, n, tid, true, in);
+    if (!a) {
+        if (!(a = zfi_calloc(1, sizeof *a)))
+            return;
+        snprintf(a->node, sizeof a->node, "%s", n->desc->id);
+        snprintf(a->instance, sizeof a->instance, "%s", n->inst->uuid);
+        snprintf(a->name, sizeof a->name, "%s", n->inst->name ? n->inst->name : "");
+        snprintf(a->in, sizeof a->in, "%s", in);
+        a->next = rt->abandoned;
+        rt->abandoned = a;
+    }
+    a->tid = tid;
+    a->since_ns = zf_clock_ns();
+    a->returned = false;
+}
+
 void zfi_abandoned_add(zf_node *n, const char *in, int tid)
 {
     zf_runtime *rt = n->inst->rt;
-    zfi_abandoned *a = zfi_calloc(1, sizeof *a);
-    if (!a)
-        return;
-    snprintf(a->node, sizeof a->node, "%s", n->desc->id);
-    snprintf(a->instance, sizeof a->instance, "%s", n->inst->uuid);
-    snprintf(a->name, sizeof a->name, "%s", n->inst->name ? n->inst->name : "");
-    snprintf(a->in, sizeof a->in, "%s", in);
-    a->tid = tid;
-    a->since_ns = zf_clock_ns();
     pthread_mutex_lock(&rt->mu);
-    a->next = rt->abandoned;
-    rt->abandoned = a;
+    zfi_abandoned_add_locked(n, in, tid);
+    pthread_mutex_unlock(&rt->mu);
+}
+
+void zfi_abandoned_drop(zf_node *n, int tid)
+{
+    zf_runtime *rt = n->inst->rt;
+    pthread_mutex_lock(&rt->mu);
+    zfi_abandoned *a = abandoned_find(rt, n, tid, false, NULL);
+    if (a)
+        a->returned = true; /* no longer listed */
     pthread_mutex_unlock(&rt->mu);
 }
 
@@ -159,7 +200,7 @@ zf_err zf_runtime_abandoned(zf_runtime *rt, zf_abandoned_thread **out, size_t *n
     pthread_mutex_lock(&rt->mu);
     size_t count = 0;
     for (zfi_abandoned *a = rt->abandoned; a; a = a->next)
-        count++;
+        count += !a->returned;
     zf_abandoned_thread *v = count ? zfi_calloc(count, sizeof *v) : NULL;
     if (count && !v) {
         pthread_mutex_unlock(&rt->mu);
@@ -167,6 +208,8 @@ zf_err zf_runtime_abandoned(zf_runtime *rt, zf_abandoned_thread **out, size_t *n
     }
     size_t i = count;
     for (zfi_abandoned *a = rt->abandoned; a; a = a->next) {
+        if (a->returned)
+            continue;
         zf_abandoned_thread *t = &v[--i]; /* oldest first */
         t->node = a->node;
         t->instance = a->instance;

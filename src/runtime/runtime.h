@@ -351,6 +351,7 @@ typedef struct zfi_abandoned {
     char node[128], instance[37], name[128], in[16];
     int tid;
     uint64_t since_ns;
+    bool returned; /* its thread came back (a hung callback): not listed */
     struct zfi_abandoned *next;
 } zfi_abandoned;
 /* Run n's init (fini false; its state is stored in n->state) or fini on a
@@ -359,8 +360,12 @@ typedef struct zfi_abandoned {
  * marked abandoned and recorded: never free it). */
 bool zfi_lifecycle_call(zf_node *n, bool fini, zf_err *result);
 int64_t zfi_lifecycle_bound_ns(const zf_node *n);
-/* Record a thread left inside n's code ("callback", "init", "fini"). */
+/* Record a thread left inside n's code ("callback", "init", "fini"); once
+ * per thread and node. _locked: rt->mu held (the watchdog). */
 void zfi_abandoned_add(zf_node *n, const char *in, int tid);
+void zfi_abandoned_add_locked(zf_node *n, const char *in, int tid);
+/* Thread tid returned from n's code (a hung callback that came back). */
+void zfi_abandoned_drop(zf_node *n, int tid);
 void zfi_abandoned_free_all(zf_runtime *rt);
 
 /* Logging about nodes (ops.c): the lookup the logger uses to name the

@@ -47,12 +47,18 @@ void zfi_watchdog_scan(zf_instance *inst, uint64_t now)
         pthread_mutex_unlock(&inst->mu);
         if (!marked)
             continue; /* that callback returned meanwhile */
+        /* Its thread is left in the node's code, may burn a core: shown
+         * with the abandoned threads until it returns (rt->mu is held: the
+         * returning worker drops the entry only after this). */
+        zfi_abandoned_add_locked(n, "callback", n->tid);
         zfi_worker_add_locked(inst->rt);
     }
 }
 
 void zfi_node_returned_from_hang(zf_node *n)
 {
+    if (!n->proxy) /* the watchdog listed this thread (an isolated node's is its child) */
+        zfi_abandoned_drop(n, zfi_tid());
     pthread_mutex_lock(&n->inst->mu);
     zfi_node_recover(n, ZFI_DEG_HUNG, "the stuck callback returned");
     pthread_mutex_unlock(&n->inst->mu);

@@ -240,6 +240,29 @@ ZT_CASE(code_writable_by_others_is_refused)
     ZT_EQ(create(code, open_dir, false, msg, sizeof msg), ZF_EPERM);
     ZT_CONTAINS(msg, "libt_count.so is writable by everyone");
     ZT_EQ(zf_code_path_check(real_dir(open_dir)), ZF_OK);
+    chmod(zt_fmt("%s/libt_count.so", open_dir), 0755);
+    ZT_EQ(create(code, open_dir, false, msg, sizeof msg), ZF_OK);
+
+    /* another user's folder, a folder another group may write, another
+     * user's library (root only: chown) */
+    if (geteuid() != 0) {
+        printf("  skip: the other-user cases need root (chown)\n");
+        return;
+    }
+    const uid_t nobody = 65534;
+    ZT_OK(chown(open_dir, nobody, (gid_t)-1));
+    ZT_EQ(create(code, open_dir, false, msg, sizeof msg), ZF_EPERM);
+    ZT_CONTAINS(msg, "is owned by uid 65534");
+    ZT_EQ(zf_code_path_check(real_dir(open_dir)), ZF_EPERM);
+    ZT_OK(chown(open_dir, 0, (gid_t)nobody));
+    chmod(open_dir, 0775);
+    ZT_EQ(create(code, open_dir, false, msg, sizeof msg), ZF_EPERM);
+    ZT_CONTAINS(msg, "is writable by its group (mode 0775)");
+    chmod(open_dir, 0755);
+    ZT_OK(chown(zt_fmt("%s/libt_count.so", open_dir), nobody, (gid_t)-1));
+    ZT_EQ(create(code, open_dir, false, msg, sizeof msg), ZF_EPERM);
+    ZT_CONTAINS(msg, "libt_count.so is owned by uid 65534");
+    ZT_EQ(create(code, open_dir, true, msg, sizeof msg), ZF_OK); /* the explicit override */
 }
 
 /* Finding 12: a FIFO is not a library, and opening it must not block. */

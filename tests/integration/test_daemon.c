@@ -2,6 +2,7 @@
 #include "harness.h"
 #include "testutil.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -525,18 +526,49 @@ static uint64_t daemon_rss(void)
 }
 
 /* Whether process pid has a handler for sig (SigCgt in /proc/PID/status). */
+/* Whether process pid has taken over signal sig: a handler (SigCgt), or
+ * the signal blocked in one of its threads (zfctl run blocks its signals
+ * and waits for them with sigwait, which unblocks them in the waiting
+ * thread while it waits: its other threads still show them blocked). */
 static bool catches(pid_t pid, int sig)
 {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    unsigned long long mask = 0;
-    bool found = false;
-    while (f && !found && fgets(line, sizeof line, f))
-        found = sscanf(line, "SigCgt: %llx", &mask) == 1;
-    if (f)
-        fclose(f);
-    return found && (mask >> (sig - 1) & 1);
+    char path[128], line[256];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *dir = opendir(path);
+    bool got = false;
+    for (struct dirent *t; dir && !got && (t = readdir(dir));) {
+        if (t->d_name[0] == '.')
+            continue;
+        snprintf(path, sizeof path, "/proc/%d/task/%.20s/status", (int)pid, t->d_name);
+        FILE *f = fopen(path, "r");
+        unsigned long long m = 0;
+        while (f && !got && fgets(line, sizeof line, f))
+            if (sscanf(line, "SigCgt: %llx", &m) == 1 || sscanf(line, "SigBlk: %llx", &m) == 1)
+                got = m >> (sig - 1) & 1;
+        if (f)
+            fclose(f);
+    }
+    if (dir)
+        closedir(dir);
+    return got;
+}
+
+/* gen (with `gen_lines`, each "    key: value\n") -> count, named `name`. */
+static const char *gen_count_flow(const char *name, const char *gen_lines)
+{
+    return zt_fmt("name: %s\n"
+                  "sources:\n"
+                  "  - id: gen\n"
+                  "    library: %s/libt_gen.so\n"
+                  "%s"
+                  "    outputs: [out]\n"
+                  "sinks:\n"
+                  "  - id: sink\n"
+                  "    library: %s/libt_count.so\n"
+                  "    inputs: [in]\n"
+                  "links:\n"
+                  "  - {from: {node: gen, output: out}, to: {node: sink, input: in}}\n",
+                  name, nodes_libs, gen_lines, nodes_libs);
 }
 
 ZT_CASE(two_hundred_deploy_destroy_cycles_stay_flat)
@@ -548,28 +580,12 @@ ZT_CASE(two_hundred_deploy_destroy_cycles_stay_flat)
                           "--log-ring", "64",      NULL};
     start_daemon_with(args, false);
     const char *flow = zt_tmp_path("small.yaml");
-    FILE *f = fopen(flow, "w");
-    fprintf(f,
-            "name: small\n"
-            "sources:\n"
-            "  - id: gen\n"
-            "    library: %s/libt_gen.so\n"
-            "    period: 1ms\n"
-            "    configuration: {size: 4096}\n"
-            "    outputs: [out]\n"
-            "sinks:\n"
-            "  - id: sink\n"
-            "    library: %s/libt_count.so\n"
-            "    inputs: [in]\n"
-            "links:\n"
-            "  - {from: {node: gen, output: out}, to: {node: sink, input: in}}\n",
-            nodes_libs, nodes_libs);
-    fclose(f);
     char text[4096];
-    f = fopen(flow, "r");
-    size_t len = fread(text, 1, sizeof text - 1, f);
+    snprintf(text, sizeof text, "%s",
+             gen_count_flow("small", "    period: 1ms\n    configuration: {size: 4096}\n"));
+    FILE *f = fopen(flow, "w");
+    fputs(text, f);
     fclose(f);
-    text[len] = 0;
     uint64_t rss_warm = 0;
     int fds_warm = 0;
     for (int i = 0; i < 200; i++) {
@@ -725,6 +741,58 @@ static void copy_file(const char *from, const char *to)
         fclose(in);
     if (out)
         fclose(out);
+}
+
+/* kB of `field` ("RssShmem:"...) in zfd's /proc status. */
+static uint64_t daemon_status_kb(const char *field)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", daemon_pid);
+    FILE *f = fopen(path, "r");
+    unsigned long long kb = 0;
+    bool found = false;
+    while (f && !found && fgets(line, sizeof line, f))
+        found =
+            !strncmp(line, field, strlen(field)) && sscanf(line + strlen(field), "%llu", &kb) == 1;
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+/* Issue 17, finding 15: a started instance moving small messages costs its
+ * pool's first segment (populated: 256 KiB), not 4 MiB; 32 of them under
+ * zfd add well under 1 MiB each of pool memory (RssShmem: the memfd pages)
+ * and of everything else. */
+ZT_CASE(started_instances_cost_their_first_segment_not_4_mib)
+{
+    start_daemon();
+    ZT_CHECK(socket_up());
+    const char *flow = zt_tmp_path("tiny.yaml");
+    char text[2048];
+    snprintf(text, sizeof text, "%s",
+             gen_count_flow("tiny", "    configuration: {count: 1, size: 64}\n"));
+    enum { N = 32 };
+    /* one first, so code paths and the runtime's threads are in place */
+    zf_config *r = deploy_text(text, flow, "tiny-warm", 30000);
+    ZT_CHECK(r && answer_ok(r));
+    zf_config_free(r);
+    zt_sleep_ms(200);
+    uint64_t shm0 = daemon_status_kb("RssShmem:"), rss0 = daemon_status_kb("VmRSS:");
+    for (int i = 0; i < N; i++) {
+        r = deploy_text(text, flow, zt_fmt("tiny%d", i), 30000);
+        ZT_CHECK(r && answer_ok(r));
+        zf_config_free(r);
+    }
+    zt_sleep_ms(200);
+    uint64_t shm1 = daemon_status_kb("RssShmem:"), rss1 = daemon_status_kb("VmRSS:");
+    double shm_each = (double)(shm1 - shm0) / N, rss_each = (double)(rss1 - rss0) / N;
+    printf("  %d started instances: RssShmem +%.0f KiB each, VmRSS +%.0f KiB each\n", N, shm_each,
+           rss_each);
+    ZT_CHECK(shm1 > shm0);     /* the segments are resident (populated) */
+    ZT_CHECK(shm_each <= 512); /* the 256 KiB first segment, not 4 MiB */
+    if (ZT_RSS_MEANINGFUL)
+        ZT_CHECK(rss_each <= 1024);
+    ZT_EQ(stop_daemon(), 0);
 }
 
 /* Finding 3: the client's `path` is a claim the daemon checks itself. */
@@ -898,7 +966,10 @@ ZT_CASE(a_forking_node_then_kill_9_and_a_restart_succeeds)
     kill(daemon_pid, SIGKILL);
     waitpid(daemon_pid, NULL, 0);
     daemon_pid = 0;
-    start_daemon_with(NULL, true); /* the child still lives */
+    char pidbuf[32];
+    int child = atoi(zt_read_file(pidfile, pidbuf, sizeof pidbuf));
+    ZT_CHECK(child > 1 && kill(child, 0) == 0); /* the forked child outlives zfd */
+    start_daemon_with(NULL, true);
     bool up = hello_soon();
     char *out = NULL;
     uint64_t t0 = zf_clock_ns();
@@ -917,11 +988,10 @@ static zf_config *workers_answer(void)
     return request(ZF_OP_WORKERS, NULL);
 }
 
-/* The abandoned threads `workers` lists for node `in` ("init"...). */
-static int abandoned_in(const zf_config *w, const char *in, double *cpu)
+/* How many of the abandoned threads `t` are node 'bad''s, left in `in`
+ * ("init"...); the CPU of the last one in *cpu. */
+static int abandoned_count(const zf_config *t, const char *in, double *cpu)
 {
-    const zf_config *list = zf_config_get(w, "result.workers");
-    const zf_config *t = zf_config_get(zf_config_at(list, 0), "abandoned_threads");
     int n = 0;
     for (size_t i = 0; i < zf_config_len(t); i++) {
         const zf_config *x = zf_config_at(t, i);
@@ -931,6 +1001,22 @@ static int abandoned_in(const zf_config *w, const char *in, double *cpu)
                 ZT_OK(zf_config_float(x, "cpu_s", 0, cpu));
         }
     }
+    return n;
+}
+
+/* The abandoned threads `workers` lists for node 'bad' in `in`. */
+static int abandoned_in(const zf_config *w, const char *in, double *cpu)
+{
+    const zf_config *list = zf_config_get(w, "result.workers");
+    return abandoned_count(zf_config_get(zf_config_at(list, 0), "abandoned_threads"), in, cpu);
+}
+
+/* ... and those `status ID` lists. */
+static int abandoned_in_status(const char *id, const char *in, double *cpu)
+{
+    zf_config *r = request(ZF_OP_STATUS, id);
+    int n = abandoned_count(zf_config_get(r, "result.abandoned_threads"), in, cpu);
+    zf_config_free(r);
     return n;
 }
 
@@ -974,12 +1060,20 @@ ZT_CASE(init_and_fini_that_never_return_under_zfd)
     ZT_CHECK(r && answer_ok(r));
     zf_config_free(r);
     zt_sleep_ms(300);
+    /* the watchdog replaced its worker: `status` of the running instance
+     * shows the thread and the CPU it burns */
+    double cpu = 0;
+    ZT_EQ(abandoned_in_status("spinner", "callback", &cpu), 1);
+    ZT_CHECK(cpu > 0.05);
+    ZT_EQ(ctl(&out, "status", "spinner", NULL), 0);
+    ZT_CONTAINS(out, "abandoned thread");
+    ZT_CONTAINS(out, "in callback");
+    free(out);
     ZT_EQ(ctl(&out, "destroy", "spinner", NULL), 0);
     free(out);
     zt_sleep_ms(300);
-    double cpu = 0;
     w = workers_answer();
-    ZT_EQ(abandoned_in(w, "callback", &cpu), 1);
+    ZT_EQ(abandoned_in(w, "callback", &cpu), 1); /* listed once, abandoned at stop too */
     zf_config_free(w);
     printf("  the abandoned spinning callback has used %.2f s of CPU\n", cpu);
     ZT_CHECK(cpu > 0.1);
@@ -999,6 +1093,39 @@ ZT_CASE(init_and_fini_that_never_return_under_zfd)
     ZT_CONTAINS(logbuf, "init has not returned after 1.0 s: abandoned");
     ZT_CONTAINS(logbuf, "fini has not returned after 1.0 s: abandoned");
     free(neighbour);
+}
+
+/* Finding 8: a hung callback is shown while it is stuck, and no longer
+ * once it returns (its node RUNNING again). */
+ZT_CASE(a_hung_callback_is_shown_until_it_returns)
+{
+    start_daemon();
+    zf_config *r = deploy_text(faulty_flow("mode: stall, sleep_ms: 3000"), zt_tmp_path("f.yaml"),
+                               "staller", 30000);
+    ZT_CHECK(r && answer_ok(r));
+    zf_config_free(r);
+    int seen = 0;
+    for (int i = 0; i < 200 && !seen; i++) { /* hung after 100 ms; 2 s at most */
+        zt_sleep_ms(10);
+        seen = abandoned_in_status("staller", "callback", NULL);
+    }
+    ZT_EQ(seen, 1);
+    zf_config *w = workers_answer();
+    ZT_EQ(abandoned_in(w, "callback", NULL), 1);
+    zf_config_free(w);
+    for (int i = 0; i < 1000 && seen; i++) { /* it returns after 3 s */
+        zt_sleep_ms(10);
+        seen = abandoned_in_status("staller", "callback", NULL);
+    }
+    ZT_EQ(seen, 0);
+    w = workers_answer();
+    ZT_EQ(abandoned_in(w, "callback", NULL), 0);
+    zf_config_free(w);
+    char *out = NULL;
+    ZT_EQ(ctl(&out, "destroy", "staller", NULL), 0);
+    ZT_CONTAINS(out, "nothing leaked");
+    free(out);
+    ZT_EQ(stop_daemon(), 0);
 }
 
 /* Finding 7 under zfctl run: bounded, reported, not a success. */
@@ -1165,6 +1292,62 @@ static void *deploy_main(void *arg)
     deploy_job *j = arg;
     j->answer = deploy_text(j->yaml, j->path, "late", 30000);
     return NULL;
+}
+
+/* faulty_flow(cfg) with the faulty node's hang_timeout `t` instead of
+ * 100 ms (init and fini bounded at ten times it). */
+static const char *faulty_flow_hang(const char *cfg, const char *t)
+{
+    static char text[2048];
+    const char *base = faulty_flow(cfg), *h = strstr(base, "hang_timeout: 100ms");
+    if (!h)
+        return base;
+    snprintf(text, sizeof text, "%.*shang_timeout: %s%s", (int)(h - base), base, t,
+             h + strlen("hang_timeout: 100ms"));
+    return text;
+}
+
+/* Finding 7: SIGTERM while a deploy's init never returns still stops every
+ * other instance gracefully: within the init's bound (the deploy is then
+ * answered, zfd exits 0), and past 30 s when the bound is longer (the
+ * stuck request is given up, zfd exits 1, the neighbour is destroyed). */
+ZT_CASE(sigterm_while_an_init_never_returns_stops_the_neighbour)
+{
+    const char *bounds[] = {"300ms", "5s"}; /* init bounded at 3 s, at 50 s */
+    for (int i = 0; i < 2; i++) {
+        start_daemon();
+        char *neighbour = deploy_seed("neighbour", true);
+        ZT_CHECK(neighbour);
+        deploy_job j = {.yaml = faulty_flow_hang("mode: init_hang", bounds[i]),
+                        .path = zt_tmp_path("f.yaml")};
+        pthread_t t;
+        ZT_OK(pthread_create(&t, NULL, deploy_main, &j));
+        zt_sleep_ms(1000); /* the init is under way */
+        uint64_t t0 = zf_clock_ns();
+        kill(daemon_pid, SIGTERM);
+        int rc = wait_daemon(90000);
+        double secs = (double)(zf_clock_ns() - t0) / 1e9;
+        pthread_join(t, NULL);
+        printf("  SIGTERM during an init bounded at %s x 10: zfd exited %d after %.2f s\n",
+               bounds[i], rc, secs);
+        char logbuf[65536];
+        zt_read_file(log_path, logbuf, sizeof logbuf);
+        ZT_CONTAINS(logbuf, zt_fmt("destroyed %s (neighbour)", neighbour));
+        ZT_CHECK(!strstr(logbuf, "LEAKED"));
+        free(neighbour);
+        if (i == 0) {
+            ZT_EQ(rc, 0);
+            ZT_CHECK(secs < 15.0);
+            ZT_CHECK(j.answer && !answer_ok(j.answer)); /* answered, not a success */
+            ZT_CONTAINS(logbuf, "init has not returned after 3.0 s: abandoned");
+        } else {
+            ZT_EQ(rc, 1);
+            ZT_CHECK(secs >= 25.0 && secs < 60.0);
+            ZT_CONTAINS(logbuf, "a request was still running after 30 s");
+            ZT_CONTAINS(logbuf, "every other instance was destroyed");
+        }
+        zf_config_free(j.answer);
+    }
 }
 
 /* Finding 13: SIGTERM during a deploy: the deploy is answered. */
@@ -1460,6 +1643,7 @@ ZT_MAIN(ZT_ENTRY(options_match_exactly_and_hello_escapes_the_name),
         ZT_ENTRY(hostile_clients_never_crash_or_wedge_the_daemon),
         ZT_ENTRY(socket_is_0660_and_other_users_are_refused),
         ZT_ENTRY(two_hundred_deploy_destroy_cycles_stay_flat),
+        ZT_ENTRY(started_instances_cost_their_first_segment_not_4_mib),
         ZT_ENTRY(sigterm_destroys_every_instance_gracefully),
         ZT_ENTRY(daemon_not_running_is_a_clear_message),
         ZT_ENTRY(a_descriptor_folder_claimed_by_a_client_is_not_trusted),
@@ -1468,9 +1652,11 @@ ZT_MAIN(ZT_ENTRY(options_match_exactly_and_hello_escapes_the_name),
         ZT_ENTRY(a_socket_no_daemon_answers_is_stale),
         ZT_ENTRY(a_forking_node_then_kill_9_and_a_restart_succeeds),
         ZT_ENTRY(init_and_fini_that_never_return_under_zfd),
+        ZT_ENTRY(a_hung_callback_is_shown_until_it_returns),
         ZT_ENTRY(init_and_fini_that_never_return_under_zfctl_run),
         ZT_ENTRY(a_node_that_exits_or_segfaults_is_named_in_the_log),
         ZT_ENTRY(an_isolated_segfaulting_node_spares_the_daemon_and_its_neighbour),
-        ZT_ENTRY(sigterm_during_a_deploy_answers_it), ZT_ENTRY(fifo_library_and_ambiguous_names),
-        ZT_ENTRY(zenoh_flow_spellings_and_unique_names),
+        ZT_ENTRY(sigterm_during_a_deploy_answers_it),
+        ZT_ENTRY(sigterm_while_an_init_never_returns_stops_the_neighbour),
+        ZT_ENTRY(fifo_library_and_ambiguous_names), ZT_ENTRY(zenoh_flow_spellings_and_unique_names),
         ZT_ENTRY(chaos_clients_on_shared_instances))

@@ -9,6 +9,7 @@
  *     fork              init forks a child that sleeps child_s seconds
  *                       (without exec: it inherits every descriptor)
  *     spin              the first on_input spins forever (a core burnt)
+ *     stall             the first on_input sleeps sleep_ms, then returns
  *     bad_port          every on_input sends its capsule to output port 3
  *                       (a sink has none) and returns what zf_send said
  *   sleep_ms: 0, child_s: 30, pidfile: ""  (fork: the child's pid is written there) */
@@ -86,6 +87,11 @@ static zf_err faulty_on_input(void *state, zf_node *n, unsigned port, zf_data **
         abort();
     if (!strcmp(f->mode, "bad_port"))
         return zf_send(n, 3, d);
+    if (!strcmp(f->mode, "stall") && f->sleep_ms > 0) {
+        struct timespec ts = {f->sleep_ms / 1000, (f->sleep_ms % 1000) * 1000000};
+        f->sleep_ms = 0; /* once */
+        nanosleep(&ts, NULL);
+    }
     if (!strcmp(f->mode, "spin"))
         for (volatile unsigned long i = 0;; i++)
             ;

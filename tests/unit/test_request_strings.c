@@ -17,23 +17,29 @@
 static const char *const bad_utf8[] = {"\x80",     "\xc0\xaf",     "\xc1\x80",         "\xc3",
                                        "\xe2\x82", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xff"};
 
+/* Every string member of a request and a valid value for it; the filters
+ * of logs, echo, hz and record are decoded for every op. */
+static const struct {
+    const char *field, *valid;
+} members[] = {
+    {"op", "deploy"},          {"id", "x"},         {"name", "cam"},    {"path", "/flows/a.yaml"},
+    {"descriptor", "name: a"}, {"node", "cam"},     {"level", "info"},  {"grep", "frame"},
+    {"since", "10m"},          {"link", "cam.out"}, {"file", "cam.rec"}};
+
 /* A deploy request with `field` holding `value` (raw bytes inside the JSON
- * string); every other field valid. */
+ * string; "vars": its one entry; "key": the name of one more member);
+ * every other field valid. */
 static const char *request_with(const char *field, const char *value)
 {
     static char buf[2048];
-    const char *id = !strcmp(field, "id") ? value : "x";
-    const char *op = !strcmp(field, "op") ? value : "deploy";
-    const char *name = !strcmp(field, "name") ? value : "cam";
-    const char *path = !strcmp(field, "path") ? value : "/flows/a.yaml";
-    const char *var = !strcmp(field, "vars") ? value : "K=V";
-    const char *desc = !strcmp(field, "descriptor") ? value : "name: a";
-    const char *keypart = !strcmp(field, "key") ? value : "";
-    snprintf(buf, sizeof buf,
-             "{\"v\":1,\"op\":\"%s\",\"id\":\"%s\",\"name\":\"%s\",\"path\":\"%s\","
-             "\"vars\":[\"%s\"],\"descriptor\":\"%s\"%s%s%s}",
-             op, id, name, path, var, desc, keypart[0] ? ",\"" : "", keypart,
-             keypart[0] ? "\":1" : "");
+    size_t n = (size_t)snprintf(buf, sizeof buf, "{\"v\":1,\"vars\":[\"%s\"]",
+                                !strcmp(field, "vars") ? value : "K=V");
+    for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, ",\"%s\":\"%s\"", members[i].field,
+                              !strcmp(field, members[i].field) ? value : members[i].valid);
+    if (!strcmp(field, "key"))
+        n += (size_t)snprintf(buf + n, sizeof buf - n, ",\"%s\":1", value);
+    snprintf(buf + n, sizeof buf - n, "}");
     return buf;
 }
 
@@ -47,7 +53,10 @@ static zf_err decode(const char *text, char *err, size_t errlen)
     return e;
 }
 
-static const char *const fields[] = {"op", "id", "name", "path", "vars", "descriptor", "key"};
+/* Every string a request holds ("key": a member's name); the descriptor
+ * and the key stay last (the control character case skips the key). */
+static const char *const fields[] = {"op",   "id",    "name", "path", "vars",       "node", "level",
+                                     "grep", "since", "link", "file", "descriptor", "key"};
 
 ZT_CASE(a_valid_request_decodes)
 {
