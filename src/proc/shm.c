@@ -2,21 +2,55 @@
  * creating or mapping its memfd. */
 #include "proc/shm.h"
 
+#include <zflow/base.h>
+
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-uint64_t zfi_proc_spin_ns(void)
+zfi_spin *zfi_spin_start(zfi_spin *s, zfi_spin *tmp, uint64_t now, uint64_t budget_ns)
 {
-    static _Atomic uint64_t ns;
-    uint64_t v = atomic_load_explicit(&ns, memory_order_relaxed);
-    if (!v) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        v = cpus > 0 && cpus <= 2 ? 2000u : 30000u;
-        atomic_store_explicit(&ns, v, memory_order_relaxed);
+    uint64_t budget = ZFI_SPIN_MIN_NS;
+    if (!s) {
+        *tmp = (zfi_spin){0};
+        s = tmp;
+    } else if (s->last && s->gap < ZFI_SPIN_DENSE_NS && now >= s->calm) {
+        budget = ZFI_SPIN_MAX_NS;
     }
-    return v;
+    s->t0 = s->look = now;
+    s->budget = budget < budget_ns ? budget : budget_ns;
+    s->i = 0;
+    return s;
+}
+
+bool zfi_spin_again(zfi_spin *s)
+{
+    if ((++s->i & 7) == 0) {
+        uint64_t now = zf_clock_ns();
+        if (now - s->look > ZFI_SPIN_LOST_NS) {
+            s->calm = now + ZFI_SPIN_CALM_NS; /* the CPUs are taken: park for a while */
+            return false;
+        }
+        s->look = now;
+        if (now - s->t0 > s->budget) {
+            if (s->budget > ZFI_SPIN_MIN_NS)
+                s->calm = now + ZFI_SPIN_CALM_NS; /* spun in vain: park for a while */
+            return false;
+        }
+    }
+    zfi_cpu_relax();
+    return true;
+}
+
+void zfi_spin_hit(zfi_spin *s)
+{
+    uint64_t now = zf_clock_ns();
+    uint64_t gap = s->last && now > s->last ? now - s->last : ZFI_SPIN_DENSE_NS;
+    if (gap > 4ull * ZFI_SPIN_DENSE_NS)
+        gap = 4ull * ZFI_SPIN_DENSE_NS; /* one long pause weighs as much as a few short gaps */
+    s->gap = s->last ? s->gap - s->gap / 4 + gap / 4 : gap;
+    s->last = now;
 }
 
 static size_t rings_at(size_t n_in, size_t n_out)

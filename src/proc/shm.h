@@ -102,12 +102,49 @@ typedef struct zfi_shm {
     zfi_ring in[ZFI_PROC_MAX_PORTS], out[ZFI_PROC_MAX_PORTS], comp, loan;
 } zfi_shm;
 
-/* How long a side of these rings spins before it parks on an eventcount
- * (the child waiting for input, the proxy thread for its child): 2 us on a
- * machine of 2 CPUs or fewer, where a spinner takes the CPU from the thread
- * that has the work (docs/isolation.md, "Waiting"); 30 us, as the
- * runtime's idle workers, with cores to spare. */
-uint64_t zfi_proc_spin_ns(void);
+/* Adaptive spin-then-park for a side of these rings (the child waiting
+ * for input, the proxy thread for its child; docs/isolation.md, "Waiting").
+ *
+ * - A waiter spins only while its traffic is dense (the recent gap between
+ *   two arrivals, an average over the last few, below ZFI_SPIN_DENSE_NS)
+ *   and spinning pays: it spins up to ZFI_SPIN_MAX_NS, so the next message
+ *   finds it on the ring and its producer, seeing no sleeper announced on
+ *   the eventcount, makes no futex call. Otherwise it spins
+ *   ZFI_SPIN_MIN_NS, then parks: sparse traffic (60 fps) and a pipeline
+ *   gone idle never spin more than ZFI_SPIN_MAX_NS after the last message.
+ * - Spinning stops paying when the CPUs are taken (2 vCPUs shared with
+ *   other work: the spinner keeps the thread that has the work off the
+ *   CPU, and a thread that parks is woken sooner, the scheduler favouring
+ *   a thread that slept, than one that spent its share spinning). Two
+ *   signs of it: a spin of ZFI_SPIN_MAX_NS that ended with nothing, and a
+ *   spin that lost the CPU for ZFI_SPIN_LOST_NS. Either makes the waiter
+ *   park after ZFI_SPIN_MIN_NS for ZFI_SPIN_CALM_NS; then it tries again.
+ *
+ * One waiter owns a zfi_spin (no atomics); zero-initialised is ready. */
+#define ZFI_SPIN_MIN_NS   2000u
+#define ZFI_SPIN_MAX_NS   50000u
+#define ZFI_SPIN_DENSE_NS 100000u
+#define ZFI_SPIN_LOST_NS  200000u
+#define ZFI_SPIN_CALM_NS  20000000u
+
+typedef struct zfi_spin {
+    uint64_t last; /* when the last wait ended in an arrival (0: none yet) */
+    uint64_t gap;  /* the recent gap between arrivals, ns (an average) */
+    uint64_t calm; /* spin ZFI_SPIN_MIN_NS only until then (the CPUs are taken) */
+    uint64_t t0;   /* this wait: its start, its budget, its last look */
+    uint64_t budget;
+    uint64_t look;
+    unsigned i;
+} zfi_spin;
+
+/* Start a wait at `now`; budget_ns caps its spin (a timeout; UINT64_MAX:
+ * none). With s NULL, a fixed ZFI_SPIN_MIN_NS spin (s is then `tmp`). */
+zfi_spin *zfi_spin_start(zfi_spin *s, zfi_spin *tmp, uint64_t now, uint64_t budget_ns);
+/* After a look found nothing: pause and return true, or false when the
+ * spin is over (park). */
+bool zfi_spin_again(zfi_spin *s);
+/* The wait ended in an arrival (after a spin or a park). */
+void zfi_spin_hit(zfi_spin *s);
 
 /* Bytes needed for this many ports. */
 size_t zfi_shm_size(size_t n_in, size_t n_out);

@@ -1158,6 +1158,7 @@ static bool ready(zfi_iso *iso, bool syscalls)
 static void run(zfi_iso *iso)
 {
     zf_node *n = iso->n;
+    zfi_spin spin = {0};
     for (;;) {
         atomic_store(&iso->wake, false);
         bool did = drain_msgs(iso);
@@ -1201,16 +1202,16 @@ static void run(zfi_iso *iso)
             continue;
         }
         uint64_t hang_at = ph == PH_UP ? watch_hang(iso) : 0;
-        if (did)
+        if (did) {
+            zfi_spin_hit(&spin); /* an arrival: the gap it ends counts */
             continue;
-        uint64_t t0 = now_ns();
-        bool go = false;
-        for (unsigned i = 0; !go; i++) {
-            go = ready(iso, false);
-            if ((i & 63) == 63 && now_ns() - t0 > zfi_proc_spin_ns())
-                break;
-            zfi_cpu_relax();
         }
+        /* Spin while the child's traffic to this thread (completions,
+         * loans, control) is dense, then park (proc/shm.h) */
+        zfi_spin_start(&spin, NULL, now_ns(), UINT64_MAX);
+        bool go;
+        while (!(go = ready(iso, false)) && zfi_spin_again(&spin))
+            ;
         if (go)
             continue;
         uint32_t key = zfi_evc_prepare(&iso->m.ctl->to_rt);

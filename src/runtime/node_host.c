@@ -213,27 +213,34 @@ static zf_data *block_of(uint64_t h, bool loaned)
 
 /* ---- waiting: spin, then park on to_child ---- */
 
-static void wait_child(bool (*ready)(void *), void *arg, int64_t timeout_ns)
+/* The operator's wait for input (adaptive: proc/shm.h); other waits (room,
+ * a loan, a source's period) spin ZFI_SPIN_MIN_NS. */
+static zfi_spin input_spin;
+
+static void wait_child(bool (*ready)(void *), void *arg, int64_t timeout_ns, zfi_spin *sp)
 {
+    zfi_spin tmp;
     uint64_t t0 = zf_clock_ns();
-    for (unsigned i = 0;; i++) {
-        if (ready(arg))
-            return;
-        if ((i & 63) == 63 && zf_clock_ns() - t0 > zfi_proc_spin_ns())
-            break;
-        zfi_cpu_relax();
+    zfi_spin *s = zfi_spin_start(sp, &tmp, t0, timeout_ns >= 0 ? (uint64_t)timeout_ns : UINT64_MAX);
+    bool go;
+    while (!(go = ready(arg)) && zfi_spin_again(s))
+        ;
+    if (!go) {
+        uint32_t key = zfi_evc_prepare(&H.m.ctl->to_child);
+        if ((go = ready(arg))) {
+            zfi_evc_cancel(&H.m.ctl->to_child);
+        } else {
+            int64_t left = timeout_ns;
+            if (timeout_ns >= 0) {
+                uint64_t spent = zf_clock_ns() - t0;
+                left = spent >= (uint64_t)timeout_ns ? 0 : timeout_ns - (int64_t)spent;
+            }
+            zfi_evc_wait_shared(&H.m.ctl->to_child, key, left);
+            go = ready(arg);
+        }
     }
-    uint32_t key = zfi_evc_prepare(&H.m.ctl->to_child);
-    if (ready(arg)) {
-        zfi_evc_cancel(&H.m.ctl->to_child);
-        return;
-    }
-    int64_t left = timeout_ns;
-    if (timeout_ns >= 0) {
-        uint64_t spent = zf_clock_ns() - t0;
-        left = spent >= (uint64_t)timeout_ns ? 0 : timeout_ns - (int64_t)spent;
-    }
-    zfi_evc_wait_shared(&H.m.ctl->to_child, key, left);
+    if (go)
+        zfi_spin_hit(s);
 }
 
 static bool has_room(void *arg)
@@ -256,7 +263,7 @@ static void push(zfi_ring *r, uint64_t h, uint64_t len)
             break;
         pthread_mutex_unlock(&H.mu);
         zfi_evc_notify_shared(&H.m.ctl->to_rt);
-        wait_child(has_room, r, -1);
+        wait_child(has_room, r, -1, NULL);
         pthread_mutex_lock(&H.mu);
     }
     zfi_ring_put(r, h, len);
@@ -311,7 +318,7 @@ static zf_err host_alloc(size_t len, zf_data **out)
             die("node host: the loan ring's tail is inconsistent");
         if (k == 0) {
             zfi_evc_notify_shared(&H.m.ctl->to_rt);
-            wait_child(loan_ready, NULL, -1);
+            wait_child(loan_ready, NULL, -1, NULL);
             catch_up();
             continue;
         }
@@ -497,7 +504,7 @@ static void operator_loop(void)
             zfi_evc_notify_shared(&H.m.ctl->to_rt);
             continue;
         }
-        wait_child(work_ready, NULL, -1);
+        wait_child(work_ready, NULL, -1, &input_spin);
     }
 }
 
@@ -539,11 +546,11 @@ static void source_loop(void)
                                       memory_order_seq_cst);
                 zfi_evc_notify_shared(&H.m.ctl->to_rt);
             }
-            wait_child(work_ready, NULL, -1); /* now only for fini */
+            wait_child(work_ready, NULL, -1, NULL); /* now only for fini */
             continue;
         }
         if (!(flags & ZFI_RT_STARTED) || !n->decl->produce) {
-            wait_child(flags & ZFI_RT_STARTED ? stop_or_msg : started_or_msg, NULL, -1);
+            wait_child(flags & ZFI_RT_STARTED ? stop_or_msg : started_or_msg, NULL, -1, NULL);
             continue;
         }
         uint64_t now = zf_clock_ns();
@@ -551,14 +558,14 @@ static void source_loop(void)
             if (!next)
                 next = now;
             if (now < next) {
-                wait_child(stop_or_msg, NULL, (int64_t)(next - now));
+                wait_child(stop_or_msg, NULL, (int64_t)(next - now), NULL);
                 continue;
             }
             next += (uint64_t)n->desc->period_ns;
             if (next < now)
                 next = now; /* fell behind: no burst to catch up */
         } else if (backoff) {
-            wait_child(stop_or_msg, NULL, backoff);
+            wait_child(stop_or_msg, NULL, backoff, NULL);
         }
         uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed);
         n->error_msg[0] = '\0';

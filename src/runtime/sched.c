@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -119,6 +120,23 @@ static bool idle_poll(zf_runtime *rt)
     return h && h->poll(rt);
 }
 
+/* On 2 CPUs or fewer a spinning idle worker yields its CPU now and then,
+ * past YIELD_AFTER_NS: the thread it would keep off the CPU may be the one
+ * with the work (a woken source, an isolated child; docs/isolation.md,
+ * "Waiting"). */
+#define YIELD_AFTER_NS 2000u
+static bool few_cpus(void)
+{
+    static _Atomic int few; /* 0: not asked yet, 1: yes, 2: no */
+    int v = atomic_load_explicit(&few, memory_order_relaxed);
+    if (!v) {
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        v = cpus > 0 && cpus <= 2 ? 1 : 2;
+        atomic_store_explicit(&few, v, memory_order_relaxed);
+    }
+    return v == 1;
+}
+
 static zf_node *runq_pop_idle(zf_runtime *rt)
 {
     uint64_t t0 = 0;
@@ -139,6 +157,10 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
                 t0 = now;
             else if (now - t0 > SPIN_NS)
                 break;
+            if (few_cpus() && now - t0 > YIELD_AFTER_NS) {
+                sched_yield(); /* (the thread it keeps off this CPU may have the work) */
+                continue;
+            }
         }
         zfi_cpu_relax();
     }
