@@ -1286,6 +1286,45 @@ ZT_CASE(zenoh_flow_spellings_and_unique_names)
     free(out);
     free(id);
 
+    /* Zenoh-Flow 0.5's spellings (`launch`, `VERB instance`, `list ...`,
+     * `get ...`) and 1.x's `daemon list|status` */
+    ZT_EQ(ctl(&out, "launch", seed_flow, "--vars", vars, "--name", "zf05", NULL), 0);
+    free(out);
+    ZT_EQ(ctl(&out, "list", "instances", NULL), 0);
+    ZT_CONTAINS(out, "zf05                  RUNNING");
+    free(out);
+    ZT_EQ(ctl(&out, "stop", "instance", "zf05", NULL), 0);
+    ZT_CONTAINS(out, "SUSPENDED");
+    free(out);
+    ZT_EQ(ctl(&out, "start", "instance", "zf05", NULL), 0);
+    ZT_CONTAINS(out, "RUNNING");
+    free(out);
+    ZT_EQ(ctl(&out, "get", "instance", "zf05", NULL), 0);
+    ZT_CONTAINS(out, "camera");
+    free(out);
+    ZT_EQ(ctl(&out, "list", "runtimes", NULL), 0);
+    ZT_CONTAINS(out, "edge_1");
+    free(out);
+    ZT_EQ(ctl(&out, "get", "runtime", "edge_1", NULL), 0);
+    ZT_CONTAINS(out, "edge_1");
+    free(out);
+    ZT_EQ(ctl(&out, "daemon", "list", NULL), 0);
+    ZT_CONTAINS(out, "edge_1");
+    free(out);
+    ZT_EQ(ctl(&out, "daemon", "status", "cloud_9", NULL), 1);
+    ZT_CONTAINS(out, "no worker named 'cloud_9'");
+    free(out);
+    ZT_EQ(ctl(&out, "delete", "instance", "zf05", NULL), 0);
+    ZT_CONTAINS(out, "nothing leaked");
+    free(out);
+    ZT_EQ(ctl(&out, "create", "instance", seed_flow, "--vars", vars, "--name", "zf05", NULL), 0);
+    free(out);
+    ZT_EQ(ctl(&out, "ls", NULL), 0);
+    ZT_CONTAINS(out, "zf05                  CREATED");
+    free(out);
+    ZT_EQ(ctl(&out, "destroy", "zf05", NULL), 0);
+    free(out);
+
     /* 0.6's top-level `id`: the instance's UUID; twice is refused */
     const char *flow = zt_tmp_path("with-id.yaml");
     FILE *f = fopen(flow, "w");
