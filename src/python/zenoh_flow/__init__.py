@@ -13,9 +13,10 @@ the descriptor is enough. Both API generations are here:
   deserializer).recv() -> Message (.data, get_data()), outputs.take(port,
   type, serializer).send(data), take_raw() -> recv() / send().
 
-Where zflow differs (docs/migrating.md): payload() is a read-only
-memoryview over the sender's capsule (zero copy, where Zenoh-Flow copies
-into bytes: bytes(payload) makes the copy); an operator's or a sink's
+Where zflow differs (docs/migrating.md): payload() (and 0.5's raw .data)
+is a read-only memoryview over the sender's capsule (zero copy, where
+Zenoh-Flow copies into bytes: bytes(payload) makes the copy; 0.5's typed
+deserializers get bytes, as in Zenoh-Flow); an operator's or a sink's
 `iteration` runs inside the runtime's callback of the message that wakes it
 (until it waits for an input again), a source's `iteration` is one
 produce(); timestamps are zflow's (the capsule's, at its first send), and a
@@ -288,7 +289,12 @@ RawOutput = OutputRaw
 
 
 class Input:
-    """0.5's typed input: recv() -> Message with deserializer(payload)."""
+    """0.5's typed input: recv() -> Message with deserializer(bytes).
+
+    The deserializer gets `bytes`, as Zenoh-Flow gives it: Zenoh-Flow's own
+    examples call .decode() or protobuf's ParseFromString on it, which a
+    memoryview lacks. That is the one copy of this API (deserializing makes
+    a new object anyway); take_raw() and payload() are the zero-copy paths."""
 
     def __init__(self, raw, input_type, deserializer):
         self._raw = raw
@@ -298,7 +304,7 @@ class Input:
     async def recv(self):
         m = await self._raw.recv_async()
         payload = m.payload()
-        data = self._deserializer(payload) if len(payload) else None
+        data = self._deserializer(bytes(payload)) if len(payload) else None
         return Message(data, m.ts)
 
     def port_id(self):
