@@ -729,6 +729,43 @@ ZT_CASE(zenoh_flow_python_06_sink_runs_unchanged)
     ZT_EQ(r.bytes_leaked, 0);
 }
 
+/* period-miss-detector's shape: an iteration waiting for the first of an
+ * input and a 1.5 s timer. The timer does not hold a worker (hang_timeout is
+ * 1 s): the callback returns and the node's timer thread resumes the loop,
+ * so the tick comes, and the node is never DEGRADED. */
+ZT_CASE(zenoh_flow_timer_does_not_hold_a_worker)
+{
+    if (no_python())
+        return;
+    char path[1024], nodes[1024];
+    snprintf(path, sizeof path, "%s/tests/python/zenoh-flow/0.5/period.yml", zt_source_dir());
+    snprintf(nodes, sizeof nodes, "NODES=%s/tests/nodes", zt_build_dir());
+    const char *v[] = {nodes};
+    zf_flow_options opt = {.vars = v, .n_vars = 1};
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = NULL;
+    ZT_OK(zf_flow_load(path, &opt, d, &f));
+    zf_instance *inst = f ? zt_start(rt, f, d) : NULL;
+    zf_diag_free(d);
+    ZT_CHECK(inst != NULL);
+    if (!inst) {
+        zf_flow_free(f);
+        return;
+    }
+    /* 5 values forwarded, then (no input for 1.5 s) a tick */
+    ZT_CHECK(zt_wait_callbacks(inst, "Sink", 6, 30000));
+    zf_node_stats st;
+    ZT_CHECK(zt_node_stats(inst, "Watch", &st, NULL, 0));
+    ZT_EQ(st.degraded_count, 0);
+    ZT_EQ(st.errors, 0);
+    ZT_CHECK(st.busy_ns < 1000000000ull); /* never 1.5 s inside a callback */
+    zf_stop_report r;
+    ZT_OK(zf_instance_stop(inst, &r));
+    ZT_EQ(r.bytes_leaked, 0);
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+}
+
 ZT_CASE(zenoh_flow_operator_payload_is_zero_copy)
 {
     if (no_python())
@@ -771,4 +808,5 @@ ZT_MAIN(ZT_ENTRY(c_source_to_python_sink_reads_the_same_buffer),
         ZT_ENTRY(seed_pipeline_with_detect_py),
         ZT_ENTRY(zenoh_flow_python_05_examples_run_unchanged),
         ZT_ENTRY(zenoh_flow_python_06_sink_runs_unchanged),
+        ZT_ENTRY(zenoh_flow_timer_does_not_hold_a_worker),
         ZT_ENTRY(zenoh_flow_operator_payload_is_zero_copy), ZT_ENTRY(teardown))
