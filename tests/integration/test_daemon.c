@@ -1290,33 +1290,27 @@ ZT_CASE(zenoh_flow_spellings_and_unique_names)
      * `get ...`) and 1.x's `daemon list|status` */
     ZT_EQ(ctl(&out, "launch", seed_flow, "--vars", vars, "--name", "zf05", NULL), 0);
     free(out);
-    ZT_EQ(ctl(&out, "list", "instances", NULL), 0);
-    ZT_CONTAINS(out, "zf05                  RUNNING");
-    free(out);
-    ZT_EQ(ctl(&out, "stop", "instance", "zf05", NULL), 0);
-    ZT_CONTAINS(out, "SUSPENDED");
-    free(out);
-    ZT_EQ(ctl(&out, "start", "instance", "zf05", NULL), 0);
-    ZT_CONTAINS(out, "RUNNING");
-    free(out);
-    ZT_EQ(ctl(&out, "get", "instance", "zf05", NULL), 0);
-    ZT_CONTAINS(out, "camera");
-    free(out);
-    ZT_EQ(ctl(&out, "list", "runtimes", NULL), 0);
-    ZT_CONTAINS(out, "edge_1");
-    free(out);
-    ZT_EQ(ctl(&out, "get", "runtime", "edge_1", NULL), 0);
-    ZT_CONTAINS(out, "edge_1");
-    free(out);
-    ZT_EQ(ctl(&out, "daemon", "list", NULL), 0);
-    ZT_CONTAINS(out, "edge_1");
-    free(out);
-    ZT_EQ(ctl(&out, "daemon", "status", "cloud_9", NULL), 1);
-    ZT_CONTAINS(out, "no worker named 'cloud_9'");
-    free(out);
-    ZT_EQ(ctl(&out, "delete", "instance", "zf05", NULL), 0);
-    ZT_CONTAINS(out, "nothing leaked");
-    free(out);
+    static const struct {
+        const char *argv[3];
+        int rc;
+        const char *want;
+    } steps[] = {
+        {{"list", "instances"}, 0, "zf05                  RUNNING"},
+        {{"stop", "instance", "zf05"}, 0, "SUSPENDED"},
+        {{"start", "instance", "zf05"}, 0, "RUNNING"},
+        {{"get", "instance", "zf05"}, 0, "camera"},
+        {{"list", "runtimes"}, 0, "edge_1"},
+        {{"get", "runtime", "edge_1"}, 0, "edge_1"},
+        {{"daemon", "list"}, 0, "edge_1"},
+        {{"daemon", "status", "cloud_9"}, 1, "no worker named 'cloud_9'"},
+        {{"delete", "instance", "zf05"}, 0, "nothing leaked"},
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        const char *const *a = steps[i].argv;
+        ZT_EQ(ctl(&out, a[0], a[1], a[2], NULL), steps[i].rc);
+        ZT_CONTAINS(out, steps[i].want);
+        free(out);
+    }
     ZT_EQ(ctl(&out, "create", "instance", seed_flow, "--vars", vars, "--name", "zf05", NULL), 0);
     free(out);
     ZT_EQ(ctl(&out, "ls", NULL), 0);
