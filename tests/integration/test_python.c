@@ -197,11 +197,12 @@ ZT_CASE(python_source_objects_reach_a_c_sink_in_place)
 {
     if (no_python())
         return;
-    /* bytearrays (pinned with zf_data_wrap) and alloc() views (pool
-     * capsules): the C sink finds each payload at the address Python wrote
-     * into it. */
-    const char *modes[] = {"mode: bytearray", "mode: alloc"};
-    for (int i = 0; i < 2; i++) {
+    /* What nothing can write is not copied: immutable bytes and a read-only
+     * memoryview of bytes (pinned with zf_data_wrap, one release each), and
+     * alloc() views (pool capsules). The C sink finds each payload at the
+     * address Python wrote into it, and the host copied none. */
+    const char *modes[] = {"mode: bytes", "mode: readonly", "mode: alloc"};
+    for (int i = 0; i < 3; i++) {
         const char *sum = zt_tmp_path("count.json"), *ssum = zt_tmp_path("src.json");
         char cfg[512];
         snprintf(cfg, sizeof cfg, "count: 1000, size: 256, %s, summary: \"%s\"", modes[i], ssum);
@@ -212,13 +213,14 @@ ZT_CASE(python_source_objects_reach_a_c_sink_in_place)
         ZT_EQ(zt_summary(sum, "count"), 1000);
         ZT_EQ(zt_summary(sum, "same_address"), 1000);
         ZT_EQ(zt_summary(sum, "out_of_order"), 0);
+        ZT_EQ(zt_summary(ssum, "copies"), 0);
         ZT_EQ(r.bytes_leaked, 0);
-        if (i == 0) {
+        if (i < 2)
             ZT_EQ(r.releases, 1000); /* one release per pinned object */
+        if (i == 1)
             ZT_EQ(zt_summary(ssum, "finalized"), 1000);
-        } else {
+        if (i == 2)
             ZT_EQ(zt_summary(ssum, "released_after_send"), 1000); /* send hands over */
-        }
     }
 }
 
@@ -234,22 +236,79 @@ static bool no_numpy(void)
     return st != 0;
 }
 
-ZT_CASE(numpy_arrays_are_sent_in_place)
+ZT_CASE(read_only_numpy_arrays_over_bytes_are_sent_in_place)
 {
     if (no_python() || no_numpy())
         return;
     const char *sum = zt_tmp_path("np.json"), *ssum = zt_tmp_path("npsrc.json");
     char cfg[512];
-    snprintf(cfg, sizeof cfg, "count: 300, size: 65536, mode: numpy, summary: \"%s\"", ssum);
+    snprintf(cfg, sizeof cfg, "count: 300, size: 65536, mode: numpy_ro, summary: \"%s\"", ssum);
     zt_outcome run = run_until(py_to_c(cfg, NULL, sum), "sink", 300);
     ZT_CHECK(run.started);
     ZT_CHECK(run.reached);
     zf_stop_report r = run.report;
     ZT_EQ(zt_summary(sum, "count"), 300);
     ZT_EQ(zt_summary(sum, "same_address"), 300);
+    ZT_EQ(zt_summary(ssum, "copies"), 0);
     ZT_EQ(zt_summary(ssum, "finalized"), 300);
     ZT_EQ(r.releases, 300);
     ZT_EQ(r.bytes_leaked, 0);
+}
+
+/* source.py (write_after) -> sink.py (check): the sender overwrites the
+ * payload's body right after each send, before the sink can run (both hold
+ * the GIL in turn). `copied`: something can write the object, so the host
+ * copied it into the pool at send (context.copies) and the sink reads what
+ * was sent; else it is pinned, and nothing can write it. */
+static void write_after_send(const char *mode, bool copied)
+{
+    const int n = 200, size = 4096;
+    const char *sum = zt_tmp_path("wa.json"), *ssum = zt_tmp_path("wasrc.json");
+    char cfg[512], scfg[512];
+    snprintf(cfg, sizeof cfg, "count: %d, size: %d, mode: %s, write_after: true, summary: \"%s\"",
+             n, size, mode, ssum);
+    snprintf(scfg, sizeof scfg, "summary: \"%s\", check: true", sum);
+    const zt_node nodes[] = {{"src", PY("source.py"), cfg, "capacity: 8"},
+                             {"sink", PY("sink.py"), scfg, NULL}};
+    zt_outcome run = run_until(zt_chain("write-after", nodes, 2, true), "sink", (uint64_t)n);
+    printf("  %s: %lld intact, %lld corrupted, %lld in place, %lld copies\n", mode,
+           zt_summary(sum, "intact"), zt_summary(sum, "corrupted"), zt_summary(sum, "same_address"),
+           zt_summary(ssum, "copies"));
+    ZT_CHECK(run.started);
+    ZT_CHECK(run.reached);
+    ZT_EQ(run.node.errors, 0);
+    ZT_EQ(zt_summary(sum, "count"), n);
+    ZT_EQ(zt_summary(sum, "out_of_order"), 0);
+    ZT_EQ(zt_summary(sum, "intact"), n); /* what was sent, whatever the sender did next */
+    ZT_EQ(zt_summary(sum, "corrupted"), 0);
+    if (copied) {
+        ZT_EQ(zt_summary(sum, "same_address"), 0);
+        ZT_EQ(zt_summary(ssum, "written_after"), n); /* the object stayed the sender's */
+        ZT_EQ(zt_summary(ssum, "copies"), n);
+        ZT_EQ(zt_summary(ssum, "copied_bytes"), (long long)n * size);
+        ZT_EQ(zt_summary(ssum, "finalized"), n); /* nothing pinned it */
+        ZT_EQ(run.report.releases, 0);
+    } else {
+        ZT_EQ(zt_summary(sum, "same_address"), n); /* zero copy */
+        ZT_EQ(zt_summary(ssum, "write_refused"), n);
+        ZT_EQ(zt_summary(ssum, "copies"), 0);
+    }
+    ZT_EQ(run.report.bytes_leaked, 0);
+}
+
+ZT_CASE(writable_objects_are_copied_once_at_send)
+{
+    if (no_python())
+        return;
+    write_after_send("bytearray", true);
+    write_after_send("array", true);
+    write_after_send("ro_bytearray", true); /* read-only view, writable owner */
+    write_after_send("bytes", false);
+    if (no_numpy())
+        return;
+    write_after_send("numpy", true);
+    write_after_send("numpy_view", true); /* written through a view made before the send */
+    write_after_send("numpy_ro", false);
 }
 
 ZT_CASE(pinned_python_objects_are_released_when_the_last_reference_drops)
@@ -262,7 +321,8 @@ ZT_CASE(pinned_python_objects_are_released_when_the_last_reference_drops)
     const char *sum = zt_tmp_path("kcount.json"), *status = zt_tmp_path("kstatus.json"),
                *ssum = zt_tmp_path("ksrc.json");
     char cfg[512];
-    snprintf(cfg, sizeof cfg, "count: 200, size: 128, status: \"%s\", summary: \"%s\"", status,
+    snprintf(cfg, sizeof cfg,
+             "count: 200, size: 128, mode: readonly, status: \"%s\", summary: \"%s\"", status,
              ssum);
     zf_flow *f;
     zf_instance *inst = start(py_to_c(cfg, "keep: 5", sum), &f);
@@ -291,16 +351,17 @@ ZT_CASE(python_source_c_operator_python_sink)
     if (no_python())
         return;
     const char *sum = zt_tmp_path("chain.json");
-    const zt_node n[] = {{"src", PY("source.py"), "count: 3000, size: 64", "capacity: 4"},
-                         {"relay", ZT_LIB("relay"), NULL, "capacity: 4"},
-                         {"sink", PY("sink.py"), zt_fmt("summary: \"%s\"", sum), NULL}};
+    const zt_node n[] = {
+        {"src", PY("source.py"), "count: 3000, size: 64, mode: bytes", "capacity: 4"},
+        {"relay", ZT_LIB("relay"), NULL, "capacity: 4"},
+        {"sink", PY("sink.py"), zt_fmt("summary: \"%s\"", sum), NULL}};
     const char *yaml = zt_chain("py-c-py", n, 3, true);
     zt_outcome run = run_until(yaml, "sink", 3000);
     ZT_CHECK(run.started);
     ZT_CHECK(run.reached);
     zf_stop_report r = run.report;
     ZT_EQ(zt_summary(sum, "count"), 3000);
-    ZT_EQ(zt_summary(sum, "same_address"), 3000); /* Python's bytearray, in place, end to end */
+    ZT_EQ(zt_summary(sum, "same_address"), 3000); /* Python's bytes, in place, end to end */
     ZT_EQ(zt_summary(sum, "out_of_order"), 0);
     ZT_EQ(zt_summary(sum, "last_seq"), 3000);
     ZT_EQ(r.releases, 3000);
@@ -474,7 +535,7 @@ ZT_CASE(python_source_with_its_own_thread)
     ZT_CHECK(run.reached);
     zf_stop_report r = run.report;
     ZT_EQ(zt_summary(sum, "count"), 2000);
-    ZT_EQ(zt_summary(sum, "same_address"), 2000);
+    ZT_EQ(zt_summary(sum, "moved"), 2000); /* bytearrays: copied at send, the thread's to reuse */
     ZT_EQ(zt_summary(sum, "out_of_order"), 0);
     ZT_EQ(r.dropped, 0);
     ZT_EQ(r.bytes_leaked, 0);
@@ -606,14 +667,15 @@ ZT_CASE(a_sent_capsule_cannot_be_written_by_its_sender)
     ZT_EQ(zt_summary(gsum, "sent"), 50);
     static const char *const refusals[] = {
         "numpy",    "slice",       "part",        "second_view",   "keep",
-        "try_send", "write_after", "numpy_after", "capsule_after", "array_after"};
+        "try_send", "write_after", "numpy_after", "capsule_after", "array_copied"};
     for (size_t i = 0; i < sizeof refusals / sizeof refusals[0]; i++) {
         if (zt_summary(gsum, refusals[i]) != 50)
             printf("  refusal '%s': %lld of 50\n", refusals[i], zt_summary(gsum, refusals[i]));
         ZT_EQ(zt_summary(gsum, refusals[i]), 50);
     }
-    ZT_EQ(zt_summary(sum, "count"), 100);        /* 50 from alloc(), 50 NumPy arrays */
-    ZT_EQ(zt_summary(sum, "same_address"), 100); /* still zero copy */
+    ZT_EQ(zt_summary(sum, "count"), 100);       /* 50 from alloc(), 50 NumPy arrays */
+    ZT_EQ(zt_summary(sum, "same_address"), 50); /* alloc(): still zero copy */
+    ZT_EQ(zt_summary(sum, "moved"), 50);        /* the writable arrays: copied at send */
     ZT_EQ(run.report.bytes_leaked, 0);
 }
 
@@ -793,7 +855,8 @@ ZT_CASE(zenoh_flow_operator_payload_is_zero_copy)
 ZT_MAIN(ZT_ENTRY(c_source_to_python_sink_reads_the_same_buffer),
         ZT_ENTRY(two_nodes_run_one_script_each_with_its_own_state),
         ZT_ENTRY(python_source_objects_reach_a_c_sink_in_place),
-        ZT_ENTRY(numpy_arrays_are_sent_in_place),
+        ZT_ENTRY(read_only_numpy_arrays_over_bytes_are_sent_in_place),
+        ZT_ENTRY(writable_objects_are_copied_once_at_send),
         ZT_ENTRY(a_sent_capsule_cannot_be_written_by_its_sender),
         ZT_ENTRY(pinned_python_objects_are_released_when_the_last_reference_drops),
         ZT_ENTRY(python_source_c_operator_python_sink),

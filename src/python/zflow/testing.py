@@ -87,7 +87,10 @@ class Harness:
     def _send(self, port, data):
         if self.closed:
             raise zflow.Error("ZF_ECLOSED", "this node has finished (its close() ran): it can no longer send")
+        copied = zflow._sent_by_copy(data)  # before _take gives a capsule up
         payload, _ = zflow._take(data, give_up=True)
+        if copied:
+            self.context._count_copy(len(payload))
         seq = self._seq.get(port, 0) + 1  # per output port, as the runtime numbers them
         self._seq[port] = seq
         self.sent.append(Sent(port, payload, seq))
