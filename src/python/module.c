@@ -922,13 +922,15 @@ static PyObject *mod_keep(PyObject *mod, PyObject *obj)
 static PyObject *mod_writable(PyObject *mod, PyObject *obj)
 {
     (void)mod;
-    bool ours = Py_IS_TYPE(obj, &capsule_type);
+    bool ours = Py_IS_TYPE(obj, &capsule_type), part = false;
     if (!ours && PyMemoryView_Check(obj)) {
         PyObject *base = PyMemoryView_GET_BASE(obj);
         Py_buffer v;
         if (PyObject_GetBuffer(obj, &v, PyBUF_SIMPLE) < 0)
             return NULL;
         ours = base && Py_IS_TYPE(base, &capsule_type);
+        zf_data *whole = ours ? ((pyz_capsule *)base)->d : NULL;
+        part = whole && (v.buf != zf_data_ptr(whole) || v.len != (Py_ssize_t)zf_data_len(whole));
         PyBuffer_Release(&v);
     }
     if (!ours)
@@ -939,7 +941,13 @@ static PyObject *mod_writable(PyObject *mod, PyObject *obj)
     zf_data *d = to_capsule(obj, true, NULL);
     if (!d)
         return NULL;
-    if (!zf_data_mut(&d)) {
+    /* A part of a capsule comes pinned: a capsule of its own, unique, over
+     * bytes that every holder of the whole reads. Shared for the call, so
+     * that zf_data_mut copies them. */
+    zf_data *whole_ref = part ? zf_data_ref(d) : NULL;
+    void *w = zf_data_mut(&d);
+    zf_data_unref(whole_ref);
+    if (!w) {
         zf_data_unref(d);
         return PyErr_NoMemory();
     }

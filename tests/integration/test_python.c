@@ -470,6 +470,17 @@ ZT_CASE(writable_copies_on_write_only_when_shared)
     ZT_EQ(zt_summary(u, "same_address"), 500);
     ZT_EQ(r.bytes_leaked, 0);
 
+    /* A part of a unique capsule (data[8:]) is pinned bytes that the whole's
+     * holders read: zflow.writable copies it (relay.py raises if `data`
+     * changed, and then sends nothing). */
+    const char *p = zt_tmp_path("part.json");
+    run = run_until(through_py_relay("count: 500, size: 128", "mode: mutate_part", p), "sink", 500);
+    ZT_CHECK(run.started);
+    ZT_CHECK(run.reached);
+    ZT_EQ(zt_summary(p, "count"), 500);
+    ZT_EQ(zt_summary(p, "bytes"), 500 * 120);
+    ZT_EQ(run.report.bytes_leaked, 0);
+
     /* Shared: gen fans out to relay.py (mutate) and to a C relay that keeps
      * every capsule until its fini. relay.py always gets a shared capsule,
      * so each write goes to a copy; the other branch keeps the originals. */
