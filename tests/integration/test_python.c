@@ -1,7 +1,10 @@
 /* Python nodes (libzflow-python.so, scripts in tests/python/): zero copy
  * both ways, proven by addresses (a C source's buffer reaches a Python sink
  * in place; a Python object sent by a Python source reaches a C sink in
- * place); pinned Python objects released when the last reference drops;
+ * place); writable Python objects (bytearray, array.array, NumPy arrays and
+ * views of them) copied once at send, so a write after send reaches no
+ * receiver, while bytes and read-only NumPy arrays over bytes stay in place;
+ * pinned Python objects released when the last reference drops;
  * exceptions contained as counted errors with their traceback; on_input's
  * memoryview unusable (raising, not crashing) after its callback; a pure
  * Python source -> C operator -> Python sink pipeline; load errors named;

@@ -1,5 +1,5 @@
 """A Python test source proving that a sent capsule cannot be written by
-its sender (docs/python.md, "What is copied: nothing"): for each payload
+its sender (docs/python.md, "What is copied"): for each payload
 (address and sequence number first, as source.py, so tests/nodes/count.c
 checks it arrives in place) it tries every way to keep a writable view past
 send() and counts each refusal; then it sends a writable NumPy array, which

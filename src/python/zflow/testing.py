@@ -12,8 +12,10 @@ The node is found and built as the runtime does (zflow_node, or the one
 class with on_input/produce; Class(context, configuration)); `data` is a
 read-only memoryview released when the callback returns; alloc() views are
 given up by send(), and a send while another view could still write the
-capsule raises BufferError. What a node sends is recorded as bytes (a copy:
-the harness checks behaviour, not zero copy).
+capsule raises BufferError; a writable object sent (a bytearray, a writable
+NumPy array) is counted in context.copies, as the runtime copies it. What a
+node sends is recorded as bytes (a copy: the harness checks behaviour, not
+zero copy).
 """
 
 import os as _os
