@@ -113,6 +113,37 @@ class HarnessTest(unittest.TestCase):
         self.assertEqual(got["slice_ok"], 5)
         self.assertEqual(got["kept_ok"], 3 * 5 - 3)  # 3 kept, checked at each call
 
+    def test_writable_objects_are_counted_as_copies(self):
+        class Node(zflow.Node):
+            def __init__(self, context, configuration):
+                pass
+
+            def on_input(self, port, data):
+                pass
+
+        h = Harness(Node, inputs=["in"], outputs=["out"])
+        ctx = h.context
+        h.node.send("out", b"frozen")  # nothing can write it: not copied
+        h.node.send("out", memoryview(b"frozen"))
+        h.node.send("out", h.node.alloc(8))
+        self.assertEqual((ctx.copies, ctx.copied_bytes), (0, 0))
+        buf = bytearray(b"12345678")
+        h.node.send("out", buf)
+        buf[0] = 0x30  # still the sender's: what was sent is unchanged
+        h.node.send("out", memoryview(bytearray(4)).toreadonly())  # the bytearray writes
+        self.assertEqual((ctx.copies, ctx.copied_bytes), (2, 12))
+        self.assertEqual(h.sent[3].data, b"12345678")
+        try:
+            import numpy
+        except ImportError:
+            return
+        h.node.send("out", numpy.frombuffer(b"abcd", dtype=numpy.uint8))  # read-only over bytes
+        owned = numpy.zeros(4, dtype=numpy.uint8)
+        owned.setflags(write=False)  # can be made writable again: copied
+        h.node.send("out", owned)
+        self.assertEqual(ctx.copies, 3)
+        self.assertTrue(owned.flags.owndata)
+
     def test_context_errors(self):
         class Node(zflow.Node):
             def __init__(self, context, configuration):
