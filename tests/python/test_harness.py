@@ -44,6 +44,16 @@ class PackageTest(unittest.TestCase):
         self.assertEqual(set(zflow.__all__) - declared, set())
 
 
+class Quiet(zflow.Node):
+    """An operator doing nothing by itself: the tests call its context."""
+
+    def __init__(self, context, configuration):
+        pass
+
+    def on_input(self, port, data):
+        pass
+
+
 class HarnessTest(unittest.TestCase):
     def test_sent_capsules_cannot_be_written(self):
         try:
@@ -114,14 +124,7 @@ class HarnessTest(unittest.TestCase):
         self.assertEqual(got["kept_ok"], 3 * 5 - 3)  # 3 kept, checked at each call
 
     def test_writable_objects_are_counted_as_copies(self):
-        class Node(zflow.Node):
-            def __init__(self, context, configuration):
-                pass
-
-            def on_input(self, port, data):
-                pass
-
-        h = Harness(Node, inputs=["in"], outputs=["out"])
+        h = Harness(Quiet, inputs=["in"], outputs=["out"])
         ctx = h.context
         h.node.send("out", b"frozen")  # nothing can write it: not copied
         h.node.send("out", memoryview(b"frozen"))
@@ -145,14 +148,7 @@ class HarnessTest(unittest.TestCase):
         self.assertTrue(owned.flags.owndata)
 
     def test_context_errors(self):
-        class Node(zflow.Node):
-            def __init__(self, context, configuration):
-                pass
-
-            def on_input(self, port, data):
-                pass
-
-        h = Harness(Node, inputs=["in"], outputs=["out"])
+        h = Harness(Quiet, inputs=["in"], outputs=["out"])
         with self.assertRaisesRegex(ValueError, "has no output port 'nope'"):
             h.node.send("nope", b"x")
         with self.assertRaisesRegex(TypeError, "bytes-like objects"):
