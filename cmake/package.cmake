@@ -20,12 +20,20 @@ add_custom_target(zf_man ALL DEPENDS ${zf_man_gz})
 
 # The systemd unit: contrib/zfd.service with its /usr/local paths made the
 # install prefix's, written at install time (CPack installs with its own
-# prefix). The node folder it names is created empty.
+# prefix). The node folder it names is created empty. When the seed pipeline
+# is installed (below), the unit's zfd also loads code from its two folders,
+# so the installed example deploys to the installed daemon as it runs with
+# zfctl run (root-owned package files, like the node folder).
 install(DIRECTORY DESTINATION ${CMAKE_INSTALL_LIBDIR}/zflow/nodes)
+set(zf_unit_examples "")
+if(ZF_BUILD_EXAMPLES AND TARGET zf_camera)
+  set(zf_unit_examples
+      " --lib-path \${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/zflow/examples --lib-path \${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_DATADIR}/zflow/examples")
+endif()
 install(CODE "
   file(READ \"${PROJECT_SOURCE_DIR}/contrib/zfd.service\" unit)
   string(REPLACE \"/usr/local/bin/\" \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_BINDIR}/\" unit \"\${unit}\")
-  string(REPLACE \"/usr/local/lib/zflow/nodes\" \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/zflow/nodes\" unit \"\${unit}\")
+  string(REPLACE \"/usr/local/lib/zflow/nodes\" \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/zflow/nodes${zf_unit_examples}\" unit \"\${unit}\")
   string(REPLACE \"install -m644 contrib/zfd.service /etc/systemd/system/ && \" \"\" unit \"\${unit}\")
   set(dest \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/lib/systemd/system\")
   file(MAKE_DIRECTORY \"\${dest}\")

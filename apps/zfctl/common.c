@@ -51,11 +51,18 @@ bool args_var(int argc, char **argv, int *i, flow_args *fa)
         add_var(fa, "--var", kv);
         return true;
     }
-    /* Zenoh-Flow's spelling: K=V[,K=V...], split in place (argv is ours). */
-    for (char *p = kv, *comma; p; p = comma ? comma + 1 : NULL) {
-        if ((comma = strchr(p, ',')))
-            *comma = '\0';
-        add_var(fa, "--vars", p);
+    /* Zenoh-Flow's spelling: K=V (its value is all after the first '='),
+     * and zflow's list K=V[,K=V...]: a comma starts a new pair only when
+     * what follows it is KEY=..., so `--vars DIRS=/a,/b` keeps its comma.
+     * Split in place (argv is ours). */
+    add_var(fa, "--vars", kv);
+    for (char *p = kv; (p = strchr(p, ',')); p++) {
+        size_t key = strspn(p + 1, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                                   "0123456789_-.");
+        if (key == 0 || p[1 + key] != '=')
+            continue;
+        *p = '\0';
+        add_var(fa, "--vars", p + 1);
     }
     return true;
 }

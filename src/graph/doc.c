@@ -1,6 +1,7 @@
 /* One descriptor file, loaded as Zenoh-Flow loads it: read its own `vars`
- * from the raw text, let the including side override them, render the
- * mustache variables into the text, then parse the YAML. */
+ * from the raw text, let the including side override them (or, for 0.5,
+ * only fill in what they lack), render the mustache variables into the
+ * text, then parse the YAML. */
 #include "graph/loader.h"
 
 #include <stdlib.h>
@@ -95,7 +96,7 @@ static zf_err first_pass(zfi_loader *ld, const char *file, const char *text, siz
 }
 
 zf_err zfi_doc_load(zfi_loader *ld, const char *file, const char *dir, const char *text, size_t len,
-                    const zfi_vars *inherited, zfi_vars *eff, zfi_doc **out)
+                    const zfi_vars *under, const zfi_vars *inherited, zfi_vars *eff, zfi_doc **out)
 {
     *out = NULL;
     bool tags = has_tags(text, len);
@@ -108,8 +109,12 @@ zf_err zfi_doc_load(zfi_loader *ld, const char *file, const char *dir, const cha
     if (!d || !(d->dir = zfi_strdup(dir)))
         goto oom;
     d->file = file;
-    read_vars(ld, raw, &vars);
-    if (!zfi_vars_overlay(&vars, inherited) || (eff && !zfi_vars_overlay(eff, &vars)))
+    zfi_vars own = {0};
+    read_vars(ld, raw, &own);
+    bool ok = zfi_vars_overlay(&vars, under) && zfi_vars_overlay(&vars, &own) &&
+              zfi_vars_overlay(&vars, inherited) && (!eff || zfi_vars_overlay(eff, &vars));
+    zfi_vars_free(&own);
+    if (!ok)
         goto oom;
     if (!tags) {
         d->root = raw;

@@ -521,8 +521,14 @@ static const zfi_doc *parse_node_file(zfi_loader *ld, const char *path, const ch
     const char *file = zfi_strings_intern(ld->strings, path);
     char *dir = zfi_path_dirname(path);
     zfi_doc *doc = NULL;
+    /* Zenoh-Flow 0.6 renders a node file with the flow's vars over its own;
+     * 0.5 rendered each file with its own (its examples' flow and node files
+     * give BASE_DIR different values): a 0.5 flow's node file keeps its own,
+     * the flow's fill in the rest, and --var beats both. */
+    bool v05 = ld->own_vars_first;
     if (file && dir)
-        zfi_doc_load(ld, file, dir, text, len, &ld->flow_vars, NULL, &doc);
+        zfi_doc_load(ld, file, dir, text, len, v05 ? &ld->flow_vars : NULL,
+                     v05 ? &ld->opt_vars : &ld->flow_vars, NULL, &doc);
     else
         zfi_oom(ld);
     free(dir);
@@ -725,6 +731,7 @@ static void top_fields(zfi_loader *ld, const zf_config *root)
     const char *key;
     const zf_config *c = either(ld, root, "name", "flow", &key);
     const char *name = NULL;
+    ld->own_vars_first = c && !strcmp(key, "flow");
     if (!c)
         zfi_err(ld, ZF_EINVAL, root, "name",
                 "missing 'name': a flow needs a name ('flow' in Zenoh-Flow 0.5 files)");

@@ -166,7 +166,7 @@ static zf_err load(const char *file, const char *dir, const char *canon, const c
     zfi_doc *doc = NULL;
     zf_err rc = ifile ? ZF_OK : ZF_ENOMEM;
     if (ifile && !zf_diag_count(ld.diag))
-        rc = zfi_doc_load(&ld, ifile, dir, text, len, &ld.opt_vars, &ld.flow_vars, &doc);
+        rc = zfi_doc_load(&ld, ifile, dir, text, len, NULL, &ld.opt_vars, &ld.flow_vars, &doc);
     if (doc && zfi_loader_keep(&ld, doc)) {
         if (opt && opt->node_file && zfi_is_node_file(doc->root)) {
             ld.node_file = true;

@@ -142,11 +142,12 @@ typedef struct zfi_doc {
 
 typedef struct zfi_loader zfi_loader;
 
-/* Render with `inherited` over the file's own `vars`, then parse. The
- * effective variables go to *eff when not NULL. Problems go to the loader's
+/* Render with `under`, then the file's own `vars` over them, then
+ * `inherited` over those (either may be NULL), then parse. The effective
+ * variables go to *eff when not NULL. Problems go to the loader's
  * diagnostics. */
 zf_err zfi_doc_load(zfi_loader *ld, const char *file, const char *dir, const char *text, size_t len,
-                    const zfi_vars *inherited, zfi_vars *eff, zfi_doc **out);
+                    const zfi_vars *under, const zfi_vars *inherited, zfi_vars *eff, zfi_doc **out);
 void zfi_doc_free(zfi_doc *d);
 
 /* ---- field access (fields.c) ---- */
@@ -238,7 +239,8 @@ struct zfi_loader {
     zfi_vars opt_vars;               /* zf_flow_options.vars */
     const char *const *include_dirs; /* zf_flow_options.include_dirs (not owned) */
     size_t n_include_dirs;
-    zfi_vars flow_vars; /* the flow's effective vars: inherited by every node file */
+    zfi_vars flow_vars;  /* the flow's effective vars: inherited by every node file */
+    bool own_vars_first; /* a 0.5 flow (`flow:`): a node file's own vars beat the flow's */
     zfi_node *nodes;
     zfi_aux *aux;
     size_t n_nodes, cap_nodes, cap_aux;

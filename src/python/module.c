@@ -20,11 +20,15 @@
  * - send(port, x): a zflow.Capsule is handed over (released afterwards, as
  *   zf_send NULLs its argument); a view from alloc() too (it is released);
  *   a read-only view of a received capsule is shared (the same capsule goes
- *   on, `data` stays readable until the callback ends); any other
- *   buffer-protocol object (bytes, bytearray, NumPy array...) is pinned
- *   with zf_data_wrap: the capsule points at the object's own bytes and
- *   holds a reference to it, released under the GIL when the last capsule
- *   reference anywhere drops. Nothing is copied. */
+ *   on, `data` stays readable until the callback ends). Any other
+ *   buffer-protocol object: zero copy only where nothing can write it --
+ *   bytes, and buffers read-only all the way down (immutable_buffer) are
+ *   pinned with zf_data_wrap (the capsule points at the object's own bytes
+ *   and holds a reference to it, released under the GIL when the last
+ *   capsule reference anywhere drops); anything writable (bytearray,
+ *   array.array, a writable NumPy array, views of those) is copied once
+ *   into the instance's pool at send, counted in Context.copies, so the
+ *   object stays the sender's and no receiver sees its later writes. */
 #include "pyhost.h"
 
 #include <structmember.h>
@@ -40,6 +44,7 @@
 static PyObject *zmodule;    /* the module (owned, never freed) */
 static PyObject *error_type; /* zflow.Error (borrowed from the module) */
 static PyObject *str_release;
+static PyObject *str_numpy;
 
 static PyTypeObject capsule_type;
 static PyTypeObject context_type;
@@ -376,10 +381,74 @@ static zf_data *capsule_take(pyz_capsule *c, PyObject *mv, bool consume)
     return zf_data_ref(c->d);
 }
 
+/* True when nothing in Python can write the bytes of `obj` (whose buffer
+ * is read-only) while a capsule pins them: bytes; a read-only zflow
+ * capsule; a read-only memoryview or a NumPy array whose WRITEABLE is
+ * False, when what they view is such an owner too (memoryview(bytearray)
+ * .toreadonly() is not: the bytearray writes). A NumPy array owning its
+ * data is not: setflags(write=True) makes it writable again. Anything else
+ * (mmap, ctypes, other exporters) is taken as writable. Never raises. */
+static bool immutable_buffer(PyObject *obj, int depth)
+{
+    if (depth > 64 || !obj)
+        return false;
+    if (PyBytes_Check(obj)) /* a subclass exporting other bytes (__buffer__) is not */
+        return Py_TYPE(obj)->tp_as_buffer &&
+               Py_TYPE(obj)->tp_as_buffer->bf_getbuffer == PyBytes_Type.tp_as_buffer->bf_getbuffer;
+    if (Py_IS_TYPE(obj, &capsule_type))
+        return !((pyz_capsule *)obj)->writable;
+    if (PyMemoryView_Check(obj))
+        return PyMemoryView_GET_BUFFER(obj)->readonly &&
+               immutable_buffer(PyMemoryView_GET_BASE(obj), depth + 1);
+    PyObject *np = PyImport_GetModule(str_numpy); /* NULL: NumPy not imported */
+    PyObject *nd = np ? PyObject_GetAttrString(np, "ndarray") : NULL;
+    bool is_array = nd && PyType_Check(nd) && PyObject_TypeCheck(obj, (PyTypeObject *)nd);
+    Py_XDECREF(nd);
+    Py_XDECREF(np);
+    bool ro = false;
+    if (is_array) {
+        PyObject *flags = PyObject_GetAttrString(obj, "flags");
+        PyObject *w = flags ? PyObject_GetAttrString(flags, "writeable") : NULL;
+        PyObject *base = w && PyObject_Not(w) == 1 ? PyObject_GetAttrString(obj, "base") : NULL;
+        ro = base && base != Py_None && immutable_buffer(base, depth + 1);
+        Py_XDECREF(base);
+        Py_XDECREF(w);
+        Py_XDECREF(flags);
+    }
+    PyErr_Clear();
+    return ro;
+}
+
+/* A capsule from the node's pool holding a copy of `view`'s bytes (a
+ * writable object sent), counted in the context; NULL with an exception. */
+static zf_data *copy_to_pool(pyz_context *ctx, const Py_buffer *view)
+{
+    zf_data *d = NULL;
+    zf_err e = ctx && ctx->node ? zf_data_alloc(ctx->node, (size_t)view->len, &d) : ZF_ECLOSED;
+    if (e != ZF_OK) {
+        raise_zf(e, ctx && ctx->node ? zf_last_error()
+                                     : "a writable object is sent by copy, from a node's pool");
+        return NULL;
+    }
+    void *dst = zf_data_mut(&d); /* unique: its own buffer */
+    if (!dst) {
+        zf_data_unref(d);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    if (view->len)
+        memcpy(dst, view->buf, (size_t)view->len);
+    ctx->copies++;
+    ctx->copied_bytes += (unsigned long long)view->len;
+    return d;
+}
+
 /* One reference (owned by the caller) to a capsule holding obj's bytes,
  * or NULL with an exception. `consume_any`: a view of a received (read
- * only) capsule is given up too (zflow.writable), not just shared. */
-static zf_data *to_capsule(PyObject *obj, bool consume_any)
+ * only) capsule is given up too (zflow.writable), not just shared. `ctx`:
+ * the sending node's context, whose pool a writable object is copied into
+ * (NULL: zflow.writable, which only takes capsules' views). */
+static zf_data *to_capsule(PyObject *obj, bool consume_any, pyz_context *ctx)
 {
     if (Py_IS_TYPE(obj, &capsule_type))
         return capsule_take((pyz_capsule *)obj, NULL, true);
@@ -427,6 +496,13 @@ static zf_data *to_capsule(PyObject *obj, bool consume_any)
                 return NULL;
             }
         }
+    }
+    if (view.readonly == 0 || !immutable_buffer(obj, 0)) {
+        /* Something can still write it: zero copy would let the sender
+         * change what every receiver reads. One copy, and it stays ours. */
+        zf_data *d = copy_to_pool(ctx, &view);
+        PyBuffer_Release(&view);
+        return d;
     }
     pin *p = malloc(sizeof *p);
     zf_data *d = NULL;
@@ -487,6 +563,7 @@ PyObject *pyz_context_new(zf_node *node, zf_node_kind kind, const zf_port_decl *
     Py_INCREF(config);
     c->config = config;
     c->in_idx = c->out_idx = NULL;
+    c->copies = c->copied_bytes = 0;
     c->inputs = port_tuple(in, n_in, &c->in_idx);
     c->outputs = port_tuple(out, n_out, &c->out_idx);
     PyObject_GC_Track(c);
@@ -499,8 +576,15 @@ PyObject *pyz_context_new(zf_node *node, zf_node_kind kind, const zf_port_decl *
 
 void pyz_context_close(PyObject *ctx)
 {
-    if (ctx && Py_IS_TYPE(ctx, &context_type))
-        ((pyz_context *)ctx)->node = NULL;
+    if (!ctx || !Py_IS_TYPE(ctx, &context_type))
+        return;
+    pyz_context *c = (pyz_context *)ctx;
+    if (c->node && c->copies)
+        zf_node_log(c->node, ZF_LOG_INFO,
+                    "sent %llu writable object(s) by copy (%llu bytes copied into the pool): "
+                    "alloc() views and bytes are sent without a copy (docs/python.md)",
+                    c->copies, c->copied_bytes);
+    c->node = NULL;
 }
 
 static int context_traverse(PyObject *self, visitproc visit, void *arg)
@@ -597,27 +681,6 @@ static zf_node *send_args(pyz_context *c, const char *name, PyObject *const *arg
     return *port < 0 ? NULL : node;
 }
 
-/* After a pinned NumPy array is sent, writing it would change what the
- * receivers read: clear its WRITEABLE flag (arr[0] = x raises afterwards).
- * A bytearray or a view made of the array before cannot be locked
- * (docs/python.md). Nothing else is touched. */
-static void seal_sent(PyObject *obj)
-{
-    if (Py_IS_TYPE(obj, &capsule_type) || PyMemoryView_Check(obj) ||
-        !PyObject_HasAttrString(obj, "__array_interface__") ||
-        !PyObject_HasAttrString(obj, "setflags"))
-        return;
-    PyObject *kw = Py_BuildValue("{s:O}", "write", Py_False), *none = PyTuple_New(0);
-    PyObject *fn = kw && none ? PyObject_GetAttrString(obj, "setflags") : NULL;
-    PyObject *r = fn ? PyObject_Call(fn, none, kw) : NULL;
-    Py_XDECREF(r);
-    Py_XDECREF(fn);
-    Py_XDECREF(none);
-    Py_XDECREF(kw);
-    if (!r)
-        PyErr_Clear(); /* sent already; clearing WRITEABLE does not fail on an ndarray */
-}
-
 /* Context.send(port, data) */
 static PyObject *context_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -625,13 +688,12 @@ static PyObject *context_send(PyObject *self, PyObject *const *args, Py_ssize_t 
     zf_node *node = send_args((pyz_context *)self, "send", args, nargs, &port);
     if (!node)
         return NULL;
-    zf_data *d = to_capsule(args[1], false);
+    zf_data *d = to_capsule(args[1], false, (pyz_context *)self);
     if (!d)
         return NULL;
     zf_err e = do_send(node, (unsigned)port, &d, false);
     if (e != ZF_OK)
         return raise_zf(e, zf_last_error());
-    seal_sent(args[1]);
     Py_RETURN_NONE;
 }
 
@@ -668,7 +730,7 @@ static PyObject *context_try_send(PyObject *self, PyObject *const *args, Py_ssiz
         Py_INCREF(cap);
         d = capsule_take(cap, NULL, false);
     } else {
-        d = to_capsule(obj, false);
+        d = to_capsule(obj, false, (pyz_context *)self);
     }
     if (!d) {
         Py_XDECREF(cap);
@@ -687,7 +749,6 @@ static PyObject *context_try_send(PyObject *self, PyObject *const *args, Py_ssiz
     Py_XDECREF(cap);
     if (e != ZF_OK)
         return raise_zf(e, zf_last_error());
-    seal_sent(obj);
     Py_RETURN_TRUE;
 }
 
@@ -781,8 +842,8 @@ static PyObject *context_repr(PyObject *self)
 
 static PyMethodDef context_methods[] = {
     {"send", (PyCFunction)(void (*)(void))context_send, METH_FASTCALL,
-     "send(port, data): send bytes-like `data` on output `port` (name or index), without "
-     "copying it."},
+     "send(port, data): send bytes-like `data` on output `port` (name or index): without a "
+     "copy for alloc() views, received data and bytes; a writable object is copied once."},
     {"try_send", (PyCFunction)(void (*)(void))context_try_send, METH_FASTCALL,
      "try_send(port, data) -> bool: as send, but False (data untouched) when a link is full."},
     {"alloc", context_alloc, METH_O,
@@ -802,6 +863,10 @@ static PyMemberDef context_members[] = {
      "the node's configuration (a dict)"},
     {"inputs", T_OBJECT_EX, offsetof(pyz_context, inputs), READONLY, "input port names"},
     {"outputs", T_OBJECT_EX, offsetof(pyz_context, outputs), READONLY, "output port names"},
+    {"copies", T_ULONGLONG, offsetof(pyz_context, copies), READONLY,
+     "writable objects sent by copy (bytearray, writable NumPy arrays...): not zero copy"},
+    {"copied_bytes", T_ULONGLONG, offsetof(pyz_context, copied_bytes), READONLY,
+     "the bytes those copies moved"},
     {NULL, 0, 0, 0, NULL}};
 
 static PyGetSetDef context_getset[] = {
@@ -857,13 +922,15 @@ static PyObject *mod_keep(PyObject *mod, PyObject *obj)
 static PyObject *mod_writable(PyObject *mod, PyObject *obj)
 {
     (void)mod;
-    bool ours = Py_IS_TYPE(obj, &capsule_type);
+    bool ours = Py_IS_TYPE(obj, &capsule_type), part = false;
     if (!ours && PyMemoryView_Check(obj)) {
         PyObject *base = PyMemoryView_GET_BASE(obj);
         Py_buffer v;
         if (PyObject_GetBuffer(obj, &v, PyBUF_SIMPLE) < 0)
             return NULL;
         ours = base && Py_IS_TYPE(base, &capsule_type);
+        zf_data *whole = ours ? ((pyz_capsule *)base)->d : NULL;
+        part = whole && (v.buf != zf_data_ptr(whole) || v.len != (Py_ssize_t)zf_data_len(whole));
         PyBuffer_Release(&v);
     }
     if (!ours)
@@ -871,10 +938,16 @@ static PyObject *mod_writable(PyObject *mod, PyObject *obj)
                             "zflow.writable() takes a capsule's view (on_input's data, alloc()) "
                             "or a zflow.Capsule, not '%.100s'",
                             Py_TYPE(obj)->tp_name);
-    zf_data *d = to_capsule(obj, true);
+    zf_data *d = to_capsule(obj, true, NULL);
     if (!d)
         return NULL;
-    if (!zf_data_mut(&d)) {
+    /* A part of a capsule comes pinned: a capsule of its own, unique, over
+     * bytes that every holder of the whole reads. Shared for the call, so
+     * that zf_data_mut copies them. */
+    zf_data *whole_ref = part ? zf_data_ref(d) : NULL;
+    void *w = zf_data_mut(&d);
+    zf_data_unref(whole_ref);
+    if (!w) {
         zf_data_unref(d);
         return PyErr_NoMemory();
     }
@@ -958,8 +1031,9 @@ PyObject *pyz_module_create(void)
     if (PyType_Ready(&capsule_type) < 0 || PyType_Ready(&context_type) < 0)
         return NULL;
     str_release = PyUnicode_InternFromString("release");
+    str_numpy = PyUnicode_InternFromString("numpy");
     PyObject *m = PyModule_Create(&module_def);
-    if (!m || !str_release)
+    if (!m || !str_release || !str_numpy)
         return NULL;
     Py_INCREF(&capsule_type);
     Py_INCREF(&context_type);

@@ -1474,6 +1474,39 @@ ZT_CASE(zenoh_flow_spellings_and_unique_names)
     free(out);
     free(id);
 
+    /* Zenoh-Flow 0.5's spellings (`launch`, `VERB instance`, `list ...`,
+     * `get ...`) and 1.x's `daemon list|status` */
+    ZT_EQ(ctl(&out, "launch", seed_flow, "--vars", vars, "--name", "zf05", NULL), 0);
+    free(out);
+    static const struct {
+        const char *argv[3];
+        int rc;
+        const char *want;
+    } steps[] = {
+        {{"list", "instances"}, 0, "zf05                  RUNNING"},
+        {{"stop", "instance", "zf05"}, 0, "SUSPENDED"},
+        {{"start", "instance", "zf05"}, 0, "RUNNING"},
+        {{"get", "instance", "zf05"}, 0, "camera"},
+        {{"list", "runtimes"}, 0, "edge_1"},
+        {{"get", "runtime", "edge_1"}, 0, "edge_1"},
+        {{"daemon", "list"}, 0, "edge_1"},
+        {{"daemon", "status", "cloud_9"}, 1, "no worker named 'cloud_9'"},
+        {{"delete", "instance", "zf05"}, 0, "nothing leaked"},
+    };
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        const char *const *a = steps[i].argv;
+        ZT_EQ(ctl(&out, a[0], a[1], a[2], NULL), steps[i].rc);
+        ZT_CONTAINS(out, steps[i].want);
+        free(out);
+    }
+    ZT_EQ(ctl(&out, "create", "instance", seed_flow, "--vars", vars, "--name", "zf05", NULL), 0);
+    free(out);
+    ZT_EQ(ctl(&out, "ls", NULL), 0);
+    ZT_CONTAINS(out, "zf05                  CREATED");
+    free(out);
+    ZT_EQ(ctl(&out, "destroy", "zf05", NULL), 0);
+    free(out);
+
     /* 0.6's top-level `id`: the instance's UUID; twice is refused */
     const char *flow = zt_tmp_path("with-id.yaml");
     FILE *f = fopen(flow, "w");

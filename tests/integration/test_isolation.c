@@ -192,6 +192,50 @@ ZT_CASE(seed_detect_isolated_python)
     seed_run("false", true);
 }
 
+/* An isolated Python source (tests/python/source.py) -> count: one copy per
+ * payload either way. A bytearray (writable) is copied at send by the Python
+ * host, into a block loaned from the runtime's pool (context.copies), and
+ * crosses as a handle (the node's copies stay 0); bytes are pinned in the
+ * child and copied once crossing into the runtime (the node's copies). */
+ZT_CASE(isolated_python_source_copies_once)
+{
+    const char *modes[] = {"bytearray", "bytes"};
+    for (int i = 0; i < 2; i++) {
+        const char *ssum = zt_tmp_path("isrc.json"), *sum = zt_tmp_path("icount.json");
+        char yaml[2048];
+        snprintf(yaml, sizeof yaml,
+                 "name: iso-py-%s\n"
+                 "sources:\n"
+                 "  - id: src\n"
+                 "    python: \"{{ SRC }}/tests/python/source.py\"\n"
+                 "    isolation: process\n"
+                 "    configuration: {count: 300, size: 4096, mode: %s, summary: \"%s\"}\n"
+                 "    outputs: [out]\n"
+                 "sinks:\n"
+                 "  - id: sink\n"
+                 "    library: \"{{ NODES }}/libt_count.so\"\n"
+                 "    configuration: {summary: \"%s\"}\n"
+                 "    inputs: [in]\n"
+                 "links:\n"
+                 "  - {from: {node: src, output: out}, to: {node: sink, input: in}}\n",
+                 modes[i], modes[i], ssum, sum);
+        zf_flow *f;
+        zf_instance *inst = zt_launch(runtime(), yaml, extra_vars(), &f);
+        ZT_CHECK(inst);
+        if (!inst)
+            return;
+        ZT_CHECK(zt_wait_callbacks(inst, "sink", 300, 20000));
+        zf_node_stats src = iso(inst, "src", NULL, 0);
+        finish(inst, f);
+        printf("  %s: %llu copies at the boundary, %lld by the Python host\n", modes[i],
+               (unsigned long long)src.copies, zt_summary(ssum, "copies"));
+        ZT_EQ(zt_summary(sum, "count"), 300);
+        ZT_EQ(zt_summary(sum, "out_of_order"), 0);
+        ZT_EQ(src.copies, i == 0 ? 0 : 300);
+        ZT_EQ(zt_summary(ssum, "copies"), i == 0 ? 300 : 0);
+    }
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -673,7 +717,8 @@ ZT_CASE(teardown)
 }
 
 ZT_MAIN(ZT_ENTRY(seed_detect_isolated), ZT_ENTRY(seed_detect_isolated_pinned),
-        ZT_ENTRY(seed_detect_isolated_python), ZT_ENTRY(poison_message_fails_after_max_restarts),
+        ZT_ENTRY(seed_detect_isolated_python), ZT_ENTRY(isolated_python_source_copies_once),
+        ZT_ENTRY(poison_message_fails_after_max_restarts),
         ZT_ENTRY(garbage_in_rings_kills_the_child),
         ZT_ENTRY(kill_at_random_points_holding_capsules), ZT_ENTRY(sigkill_during_run),
         ZT_ENTRY(isolated_callback_errors_degrade_the_node),

@@ -47,8 +47,31 @@ ZT_CASE(help_and_usage_errors)
     ZT_EQ(zf(&out, 10, "run", "--help", NULL), 0);
     ZT_CONTAINS(out, "--duration");
     free(out);
+    ZT_EQ(zf(&out, 10, "teleport", NULL), 2);
+    ZT_CONTAINS(out, "unknown command 'teleport'");
+    free(out);
+    /* Zenoh-Flow's spellings are zflow's commands, with their usage errors */
     ZT_EQ(zf(&out, 10, "launch", NULL), 2);
-    ZT_CONTAINS(out, "unknown command 'launch'");
+    ZT_CONTAINS(out, "zfctl deploy: missing FLOW");
+    free(out);
+    ZT_EQ(zf(&out, 10, "list", NULL), 2);
+    ZT_CONTAINS(out, "unknown command 'list' (Zenoh-Flow's spellings: list instances, list "
+                     "runtimes)");
+    free(out);
+    ZT_EQ(zf(&out, 10, "instance", "-n", "edge_1", "create", flow, NULL), 2);
+    ZT_CONTAINS(out, "'instance -n' picks the Zenoh-Flow daemon to contact");
+    free(out);
+    ZT_EQ(zf(&out, 10, "daemon", "start", "edge_1", NULL), 2);
+    ZT_CONTAINS(out, "'daemon start' is zfd here");
+    free(out);
+    ZT_EQ(zf(&out, 10, "--help", NULL), 0);
+    ZT_CONTAINS(out, "launch             = deploy (Zenoh-Flow 0.5)");
+    ZT_CONTAINS(out, "instance create    = deploy --no-start (--start: and start it) (Zenoh-Flow "
+                     "0.6)");
+    free(out);
+    /* Zenoh-Flow 1.x's run-local is run */
+    ZT_EQ(zf(&out, 60, "run-local", flow, "--vars", libdir, "--duration", "0.2s", NULL), 0);
+    ZT_CONTAINS(out, "nothing leaked");
     free(out);
     ZT_EQ(zf(&out, 10, "run", NULL), 2);
     ZT_CONTAINS(out, "missing FLOW");
@@ -226,6 +249,13 @@ ZT_CASE(validate_node_files_and_vars)
     /* --vars: BASE_DIR reaches the node file's uri (a .py: a Python node) */
     ZT_EQ(zf(&out, 10, "validate", gm, "--vars", base, NULL), 3);
     ZT_CONTAINS(out, "greetings-maker/greetings-maker.py does not exist");
+    free(out);
+    /* Zenoh-Flow's value is all after the first '=' (and --vars repeats):
+     * a comma not followed by KEY= belongs to the value */
+    ZT_EQ(
+        zf(&out, 10, "validate", gm, "--vars", "BASE_DIR=/nowhere/a,b", "--vars", "X=1,Y=2", NULL),
+        3);
+    ZT_CONTAINS(out, "/nowhere/a,b/nodes/python/greetings-maker/greetings-maker.py does not exist");
     free(out);
     ZT_EQ(zf(&out, 10, "validate", gm, "--vars", "BASE_DIR", NULL), 2);
     ZT_CONTAINS(out, "--vars takes KEY=VALUE, got 'BASE_DIR'");

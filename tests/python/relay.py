@@ -5,6 +5,9 @@ configuration:
                     (zflow.writable: in place if unique, else a copy; flips
                     byte 15) | copy (bytes(data): a Python copy, pinned)
                     | slice (data[:len // 2]: a view of the capsule, pinned)
+                    | mutate_part (zflow.writable(data[8:]): always a copy, a
+                    part's bytes are every holder's; flips byte 15, checks
+                    that data did not change, else raises)
   fail_every: 0     raise ValueError for every Nth capsule
 """
 import zflow
@@ -25,6 +28,13 @@ class Relay(zflow.Node):
         if self.mode == "mutate":
             w = zflow.writable(data)
             w[15] ^= 0xFF
+            self.send("out", w)
+        elif self.mode == "mutate_part":
+            w = zflow.writable(data[8:])
+            before = data[15]
+            w[7] ^= 0xFF
+            if data[15] != before:
+                raise AssertionError("zflow.writable(data[8:]) wrote the received capsule")
             self.send("out", w)
         elif self.mode == "copy":
             self.send("out", bytes(data))

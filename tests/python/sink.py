@@ -4,11 +4,14 @@ there; see tests/nodes/gen.c), and check the order (bytes 8..16: seq).
 
 configuration:
   summary: PATH     {"count":N,"same_address":N,"ctypes_same":N,...} at close
+  check: false      also check each payload against the CRC-32 source.py
+                    writes at bytes 16..24 (of bytes 24..): "intact", "corrupted"
   probe: false      also check that a memoryview kept past its callback
                     raises, that a slice of it stays readable, and that
                     zflow.keep() holds a capsule past the callback
 """
 import struct
+import zlib
 
 import zflow
 from common import buffer_address, write_summary
@@ -18,6 +21,8 @@ class Sink(zflow.Node):
     def __init__(self, context, configuration):
         self.summary = configuration.get("summary", "")
         self.probe = configuration.get("probe", False)
+        self.check = configuration.get("check", False)
+        self.intact = self.corrupted = 0
         self.count = self.same = self.ctypes_same = self.bytes = 0
         self.last_seq = self.out_of_order = 0
         self.saved = self.slice = None
@@ -40,6 +45,12 @@ class Sink(zflow.Node):
             if seq <= self.last_seq:
                 self.out_of_order += 1
             self.last_seq = seq
+        if self.check:
+            crc, = struct.unpack_from("<Q", data, 16)
+            if zlib.crc32(data[24:]) == crc:
+                self.intact += 1
+            else:
+                self.corrupted += 1
         if self.probe:
             self.check_probes()
             self.saved = data  # released when this call returns
@@ -77,4 +88,6 @@ class Sink(zflow.Node):
             slice_ok=self.slice_ok,
             kept_ok=self.kept_ok,
             ports=len(self.port_names),
+            intact=self.intact,
+            corrupted=self.corrupted,
         )

@@ -1,6 +1,7 @@
 """A Python source sending from a thread of its own (no produce): started
 in __init__, joined in close(). Sends run outside the runtime's callbacks,
-so they wait for room with the GIL released.
+so they wait for room with the GIL released. Each payload is a bytearray,
+copied once at send (the thread could write it again): count.c sees it moved.
 
 configuration:
   count: 100

@@ -6,6 +6,7 @@
  * `id:`, link shared-memory spellings, and one clear refusal per Zenoh
  * built-in node. */
 #include "harness.h"
+#include "testutil.h"
 
 #include "graph/flow.h"
 
@@ -484,6 +485,80 @@ ZT_CASE(period_miss_detector_and_transcoding_load_their_zenoh_nodes)
     zenoh_05_loads("transcoding", "dataflow.yml", "transcoding", tr, tr_kinds, 2, "data/proto");
 }
 
+/* Copy examples/<sub>/<rel> to <to>/<rel>, with the text `from` (the
+ * placeholder of the example's BASE_DIR) replaced by `to`, as the example's
+ * README tells a user to edit each file. */
+static void copy_edited(const char *sub, const char *rel, const char *from, const char *to)
+{
+    char src[4400], dst[4400], cmd[9000];
+    snprintf(src, sizeof src, "%s/%s", examples(sub), rel);
+    snprintf(dst, sizeof dst, "%s/%s", to, rel);
+    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", dst);
+    ZT_EQ(system(cmd), 0);
+    FILE *in = fopen(src, "r"), *out = fopen(dst, "w");
+    ZT_CHECK(in && out);
+    char line[4096];
+    while (in && out && fgets(line, sizeof line, in)) {
+        char *at = strstr(line, from);
+        if (at)
+            fprintf(out, "%.*s%s%s", (int)(at - line), line, to, at + strlen(from));
+        else
+            fputs(line, out);
+    }
+    if (in)
+        fclose(in);
+    if (out)
+        fclose(out);
+}
+
+/* Zenoh-Flow 0.5 rendered each file with its own vars: period-miss-detector's
+ * flow has BASE_DIR = .../nodes, its node files BASE_DIR = ... (one up). Each
+ * file edited as its README says, the node files keep their own (a 0.6 flow's
+ * override them, as Zenoh-Flow 0.6 does); --var beats both. */
+ZT_CASE(v05_node_files_keep_their_own_vars)
+{
+    const char *root = zt_tmp_path("pmd"),
+               *ph = "/path/to/zenoh-flow-examples/period-miss-detector";
+    static const char *const files[] = {
+        "data-flow.yaml", "nodes/python/file-writer/file-writer.yaml",
+        "nodes/python/period-miss-detector/period-miss-detector.yaml"};
+    for (size_t i = 0; i < ZT_ARRAY(files); i++)
+        copy_edited("period-miss-detector", files[i], ph, root);
+    char path[4200], want[4400];
+    snprintf(path, sizeof path, "%s/data-flow.yaml", root);
+    zf_diag *d = zf_diag_new();
+    zf_flow *f = NULL;
+    ZT_OK(show(zf_flow_load(path, NULL, d, &f), d));
+    snprintf(want, sizeof want, "%s/nodes/python/file-writer/file-writer.py", root);
+    ZT_STREQ(node(f, "file-writer")->python, want);
+    snprintf(want, sizeof want, "%s/nodes/python/period-miss-detector/period-miss-detector.py",
+             root);
+    ZT_STREQ(node(f, "period-miss-detector")->python, want);
+    zf_flow_free(f);
+    /* --var BASE_DIR: every file's */
+    const char *vars[] = {"BASE_DIR=/elsewhere"};
+    zf_flow_options opt = {.vars = vars, .n_vars = 1};
+    ZT_EQ(show(zf_flow_load(path, &opt, d, &f), d), ZF_ENOTFOUND); /* no such node file */
+    ZT_CONTAINS(zf_diag_get(d, 0)->message, "/elsewhere/python/period-miss-detector");
+    zf_diag_free(d);
+
+    /* the same flow spelled 0.6 (`name:`): the flow's BASE_DIR wins */
+    char text[8192];
+    snprintf(text, sizeof text,
+             "name: pmd\nvars: {BASE_DIR: %s/nodes}\n"
+             "sources: [{id: src, library: /src.so, outputs: [out]}]\n"
+             "sinks:\n  - id: file-writer\n"
+             "    descriptor: \"file://{{ BASE_DIR }}/python/file-writer/file-writer.yaml\"\n"
+             "links: [{from: {node: src, output: out}, to: {node: file-writer, input: in}}]\n",
+             root);
+    d = zf_diag_new();
+    ZT_OK(show(zf_flow_load_string(text, strlen(text), "pmd06.yaml", root, NULL, d, &f), d));
+    snprintf(want, sizeof want, "%s/nodes/nodes/python/file-writer/file-writer.py", root);
+    ZT_STREQ(node(f, "file-writer")->python, want);
+    zf_flow_free(f);
+    zf_diag_free(d);
+}
+
 ZT_CASE(python_node_files_run_on_the_python_host)
 {
     /* getting-started's Python node files, the built-ins replaced by a
@@ -736,7 +811,7 @@ ZT_MAIN(ZT_ENTRY(data_flow_flattens), ZT_ENTRY(data_flow_needs_its_vars),
         ZT_ENTRY(getting_started_05_loads_its_zenoh_nodes),
         ZT_ENTRY(period_miss_detector_and_transcoding_load_their_zenoh_nodes),
         ZT_ENTRY(python_node_files_run_on_the_python_host),
-        ZT_ENTRY(a_node_file_is_checked_as_a_node),
+        ZT_ENTRY(v05_node_files_keep_their_own_vars), ZT_ENTRY(a_node_file_is_checked_as_a_node),
         ZT_ENTRY(rust_node_files_lack_only_their_libraries),
         ZT_ENTRY(top_level_id_is_the_instance_id), ZT_ENTRY(link_shared_memory_spellings),
         ZT_ENTRY(unknown_builtin_is_named))

@@ -13,11 +13,13 @@ the descriptor is enough. Both API generations are here:
   deserializer).recv() -> Message (.data, get_data()), outputs.take(port,
   type, serializer).send(data), take_raw() -> recv() / send().
 
-Where zflow differs (docs/migrating.md): payload() is a read-only
-memoryview over the sender's capsule (zero copy, where Zenoh-Flow copies
-into bytes: bytes(payload) makes the copy); an operator's or a sink's
+Where zflow differs (docs/migrating.md): payload() (and 0.5's raw .data)
+is a read-only memoryview over the sender's capsule (zero copy, where
+Zenoh-Flow copies into bytes: bytes(payload) makes the copy; 0.5's typed
+deserializers get bytes, as in Zenoh-Flow); an operator's or a sink's
 `iteration` runs inside the runtime's callback of the message that wakes it
-(until it waits for an input again), a source's `iteration` is one
+(until it waits for an input or a timer again; a due timer is resumed by a
+timer thread of the node's own), a source's `iteration` is one
 produce(); timestamps are zflow's (the capsule's, at its first send), and a
 timestamp of your own in send_async/try_send is refused.
 """
@@ -25,6 +27,7 @@ timestamp of your own in send_async/try_send is refused.
 import asyncio as _asyncio
 import collections as _collections
 import pathlib as _pathlib
+import threading as _threading
 import time as _time
 
 import zflow as _zflow
@@ -288,7 +291,12 @@ RawOutput = OutputRaw
 
 
 class Input:
-    """0.5's typed input: recv() -> Message with deserializer(payload)."""
+    """0.5's typed input: recv() -> Message with deserializer(bytes).
+
+    The deserializer gets `bytes`, as Zenoh-Flow gives it: Zenoh-Flow's own
+    examples call .decode() or protobuf's ParseFromString on it, which a
+    memoryview lacks. That is the one copy of this API (deserializing makes
+    a new object anyway); take_raw() and payload() are the zero-copy paths."""
 
     def __init__(self, raw, input_type, deserializer):
         self._raw = raw
@@ -298,7 +306,7 @@ class Input:
     async def recv(self):
         m = await self._raw.recv_async()
         payload = m.payload()
-        data = self._deserializer(payload) if len(payload) else None
+        data = self._deserializer(bytes(payload)) if len(payload) else None
         return Message(data, m.ts)
 
     def port_id(self):
@@ -355,12 +363,23 @@ class Outputs(_Ports):
 
 
 class _Driver:
-    """One Zenoh-Flow node in a zflow node: its event loop, its ports."""
+    """One Zenoh-Flow node in a zflow node: its event loop, its ports.
+
+    An operator's or a sink's loop runs inside the callback of each message
+    until nothing in it can progress. A task waiting on a timer
+    (asyncio.sleep, asyncio.wait(..., timeout)) does not hold the worker:
+    the callback returns, and a timer thread of the node's own resumes the
+    loop when the timer is due (under the node's lock, so the loop never
+    runs twice at once; its sends then wait for room as a thread of the
+    node's own does)."""
 
     def __init__(self, cls, kind, context, configuration):
         self._ctx = context
         self._loop = _asyncio.new_event_loop()
         self._task = None
+        self._lock = _threading.RLock()
+        self._timer = None
+        self._closed = False
         zf = Context(context)
         ins = Inputs({p: InputRaw(self, p) for p in context.inputs}, "input")
         outs = Outputs({p: OutputRaw(self, p) for p in context.outputs}, "output")
@@ -373,11 +392,11 @@ class _Driver:
             await self.node.iteration()
 
     def _run_until_blocked(self):
-        """Run the node's loop until nothing in it can progress: every task
-        waits for an input (or the loop of iterations ended). A task sleeping
-        (asyncio.sleep) is waited for. Uses the loop's ready queue and timer
-        heap (BaseEventLoop's _ready and _scheduled: asyncio has no public
-        'run until idle')."""
+        """Run the node's loop until nothing in it can progress now: every
+        task waits for an input or a timer (or the loop of iterations ended).
+        Returns when the next timer is due (loop time), or None. Uses the
+        loop's ready queue and timer heap (BaseEventLoop's _ready and
+        _scheduled: asyncio has no public 'run until idle')."""
         loop = self._loop
         while True:
             loop.call_soon(loop.stop)
@@ -386,33 +405,78 @@ class _Driver:
                 continue
             timers = [h.when() for h in loop._scheduled if not h.cancelled()]
             if not timers:
-                return
-            loop.call_at(min(timers), loop.stop)
+                return None
+            due = min(timers)
+            if due > loop.time():
+                return due
+            # due already: let it fire
+            loop.call_at(due, loop.stop)
             loop.run_forever()
 
-    def on_input(self, port, data):
-        self.inputs._ports[port]._deliver(data)
-        if self._task is None:
-            self._task = self._loop.create_task(self._forever())
-        self._run_until_blocked()
-        if self._task.done():
+    def _step(self):
+        """Run the loop (lock held); arm the timer for what it waits on next.
+        Returns the finished iteration task, if it ended."""
+        due = self._run_until_blocked()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if due is not None and not self._closed:
+            self._timer = _threading.Timer(max(0.0, due - self._loop.time()), self._wake)
+            self._timer.daemon = True
+            self._timer.start()
+        if self._task is not None and self._task.done():
             task, self._task = self._task, None
+            return task
+        return None
+
+    def _wake(self):
+        """The timer thread: a timer of the loop is due."""
+        with self._lock:
+            if self._closed or self._task is None:
+                return
+            task = self._step()
+            if task is not None and not task.cancelled() and task.exception() is not None:
+                e = task.exception()
+                self._ctx.log(
+                    f"iteration raised {type(e).__name__}: {e} (resumed by a timer; the next "
+                    "message restarts it)",
+                    "error",
+                )
+
+    def on_input(self, port, data):
+        with self._lock:
+            self.inputs._ports[port]._deliver(data)
+            if self._task is None:
+                self._task = self._loop.create_task(self._forever())
+            task = self._step()
+        if task is not None:
             task.result()  # its exception is the callback's (counted); next message restarts it
 
     def produce(self):
         self._loop.run_until_complete(self.node.iteration())
 
     def close(self):
-        try:
-            self.node.finalize()
-        finally:
-            if self._task is not None:
-                self._task.cancel()
-                try:
-                    self._loop.run_until_complete(self._task)
-                except BaseException:  # noqa: B036 -- cancelled, or its own error: done
-                    pass
-            self._loop.close()
+        with self._lock:
+            self._closed = True
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+            if timer.is_alive() and timer is not _threading.current_thread():
+                timer.join()
+        with self._lock:
+            try:
+                self.node.finalize()
+            finally:
+                # the iteration loop and every task it started (asyncio.wait's)
+                tasks = [t for t in _asyncio.all_tasks(self._loop) if not t.done()]
+                for t in tasks:
+                    t.cancel()
+                if tasks:
+                    self._loop.run_until_complete(
+                        _asyncio.gather(*tasks, return_exceptions=True)
+                    )
+                self._task = None
+                self._loop.close()
 
 
 def _zflow_node(cls, kind, script=""):

@@ -10,6 +10,7 @@ capsule cannot be written); its capsules are ordinary Python memory.
 """
 
 import ctypes as _ctypes
+import sys as _sys
 import time as _time
 
 from zflow._support import DEBUG, ERROR, INFO, TRACE, WARN, Error, Node  # noqa: F401
@@ -231,9 +232,36 @@ def _take(obj, give_up):
             "zflow sends bytes-like objects (bytes, bytearray, memoryview, array.array, NumPy "
             f"arrays, zflow.Capsule), not '{type(obj).__name__}'"
         ) from None
-    if give_up and hasattr(obj, "__array_interface__") and hasattr(obj, "setflags"):
-        obj.setflags(write=False)  # as the runtime: a sent NumPy array is read-only
     return data, 0
+
+
+def _immutable(obj, depth=0):
+    """As the runtime's host decides: True when nothing in Python can write
+    obj's bytes (bytes; a read-only capsule; a read-only memoryview or NumPy
+    array over such an owner). Those are sent without a copy; anything else
+    is copied once at send (counted in context.copies)."""
+    if depth > 64:
+        return False
+    if isinstance(obj, Capsule):
+        return obj.readonly
+    if isinstance(obj, bytes):  # a subclass exporting other bytes is not
+        return getattr(type(obj), "__buffer__", None) is getattr(bytes, "__buffer__", None)
+    if isinstance(obj, memoryview):
+        return obj.readonly and _immutable(obj.obj, depth + 1)
+    np = _sys.modules.get("numpy")
+    if np is not None and isinstance(obj, np.ndarray):
+        # an array owning its data can be made writable again (setflags)
+        return not obj.flags.writeable and obj.base is not None and _immutable(obj.base, depth + 1)
+    return False
+
+
+def _sent_by_copy(obj):
+    """True when send(port, obj) copies obj (it is not a capsule, nor a view
+    of a whole capsule, and something can write it)."""
+    cap, view = _capsule_of(obj)
+    if cap is not None and (view is None or (view.nbytes == len(cap) and address(view) == address(cap))):
+        return False
+    return not _immutable(obj)
 
 
 def keep(data):
@@ -284,6 +312,8 @@ class Context:
         self.outputs = tuple(outputs)
         self.source = source
         self.configuration = configuration
+        self.copies = 0  # writable objects sent by copy, as the runtime counts them
+        self.copied_bytes = 0
 
     @property
     def stopping(self):
@@ -309,10 +339,15 @@ class Context:
     def try_send(self, port, data):
         name = self._port(port)
         if self._harness.full:
-            _capsule_of(data)  # data untouched
-            return False
+            if _sent_by_copy(data):
+                self._count_copy(memoryview(data).nbytes)
+            return False  # data untouched (a writable object was copied all the same)
         self._harness._send(name, data)
         return True
+
+    def _count_copy(self, nbytes):
+        self.copies += 1
+        self.copied_bytes += nbytes
 
     def alloc(self, size):
         if self._harness.closed:

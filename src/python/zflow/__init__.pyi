@@ -49,6 +49,8 @@ class Context:
     flow: str
     instance: str
     configuration: dict[str, Any]
+    copies: int  # writable objects sent by copy (zero copy: alloc() views, bytes)
+    copied_bytes: int
     @property
     def stopping(self) -> bool: ...
     def send(self, port: Port, data: Buffer) -> None: ...

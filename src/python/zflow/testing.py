@@ -12,8 +12,10 @@ The node is found and built as the runtime does (zflow_node, or the one
 class with on_input/produce; Class(context, configuration)); `data` is a
 read-only memoryview released when the callback returns; alloc() views are
 given up by send(), and a send while another view could still write the
-capsule raises BufferError. What a node sends is recorded as bytes (a copy:
-the harness checks behaviour, not zero copy).
+capsule raises BufferError; a writable object sent (a bytearray, a writable
+NumPy array) is counted in context.copies, as the runtime copies it. What a
+node sends is recorded as bytes (a copy: the harness checks behaviour, not
+zero copy).
 """
 
 import os as _os
@@ -87,7 +89,10 @@ class Harness:
     def _send(self, port, data):
         if self.closed:
             raise zflow.Error("ZF_ECLOSED", "this node has finished (its close() ran): it can no longer send")
+        copied = zflow._sent_by_copy(data)  # before _take gives a capsule up
         payload, _ = zflow._take(data, give_up=True)
+        if copied:
+            self.context._count_copy(len(payload))
         seq = self._seq.get(port, 0) + 1  # per output port, as the runtime numbers them
         self._seq[port] = seq
         self.sent.append(Sent(port, payload, seq))

@@ -1,5 +1,6 @@
 # A Zenoh-Flow 0.5 source (zenoh_flow.interfaces): counts up from
-# configuration "start", one value per "every" seconds, big-endian bytes.
+# configuration "start", one value per "every" seconds, big-endian bytes
+# ("limit" values, if given).
 import asyncio
 from typing import Any, Dict
 
@@ -16,12 +17,17 @@ class Counter(Source):
     def __init__(self, context: Context, configuration: Dict[str, Any], outputs: Outputs):
         configuration = configuration or {}
         self.n = int(configuration.get("start", 0))
+        self.sent = 0
         self.every = float(configuration.get("every", 0.2))
+        self.limit = configuration.get("limit")  # values to send (None: no end)
         self.out = outputs.take("Count", int, to_bytes)
 
     async def iteration(self) -> None:
         await asyncio.sleep(self.every)
+        if self.limit is not None and self.sent >= self.limit:
+            return
         self.n += 1
+        self.sent += 1
         await self.out.send(self.n)
 
     def finalize(self) -> None:

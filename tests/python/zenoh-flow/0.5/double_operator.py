@@ -1,4 +1,4 @@
-# A Zenoh-Flow 0.5 operator: doubles each value it receives.
+# A Zenoh-Flow 0.5 operator: doubles each value it receives, sent as text.
 from typing import Any, Dict
 
 from zenoh_flow import Inputs, Outputs
@@ -11,13 +11,12 @@ class Doubler(Operator):
         self, context: Context, configuration: Dict[str, Any], inputs: Inputs, outputs: Outputs
     ):
         self.values = inputs.take("In", int, lambda b: int.from_bytes(b, "big"))
-        self.doubled = outputs.take(
-            "Out", int, lambda n: n.to_bytes(max(1, (n.bit_length() + 7) // 8), "big")
-        )
+        # text out, as zenoh-flow-examples' getting-started greets
+        self.doubled = outputs.take("Out", str, lambda s: bytes(s, "utf-8"))
 
     async def iteration(self) -> None:
         msg = await self.values.recv()
-        await self.doubled.send(2 * msg.data)
+        await self.doubled.send(str(2 * msg.data))
 
     def finalize(self) -> None:
         return None

@@ -1,4 +1,4 @@
-# A Zenoh-Flow 0.5 sink: prints what it receives (it must be even).
+# A Zenoh-Flow 0.5 sink: prints what it receives, text (it must be even).
 from typing import Any, Dict
 
 from zenoh_flow import Inputs
@@ -8,7 +8,8 @@ from zenoh_flow.types import Context
 
 class Printer(Sink):
     def __init__(self, context: Context, configuration: Dict[str, Any], inputs: Inputs):
-        self.values = inputs.take("Value", int, lambda b: int.from_bytes(b, "big"))
+        # Zenoh-Flow hands a deserializer bytes: .decode() (getting-started's)
+        self.values = inputs.take("Value", int, lambda buf: int(buf.decode("utf-8")))
 
     async def iteration(self) -> None:
         msg = await self.values.recv()
