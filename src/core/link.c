@@ -521,6 +521,15 @@ static __attribute__((noinline)) zf_err push_slow(zf_link *l, zf_data **d, enum 
             return zfi_error(ZF_ETIMEDOUT, "link full for %lld ms; capsule dropped",
                              (long long)(timeout_ns / 1000000));
         }
+        if (now - t0 < SPIN_NS) {
+            /* Spin first, as zf_link_pop does: a running consumer frees a
+             * cell within microseconds, and a producer asleep makes every
+             * take until it runs again pay a futex wake. (The pauses keep
+             * the re-reads of head, a line the consumer writes, rare.) */
+            for (int i = 0; i < 64; i++)
+                zfi_cpu_relax();
+            continue;
+        }
         uint32_t key = zfi_evc_prepare(&l->room_evc);
         if (atomic_load(&l->closed) || !looks_full(l, len) || atomic_load(&l->breaker))
             zfi_evc_cancel(&l->room_evc);

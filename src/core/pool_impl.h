@@ -54,12 +54,15 @@ typedef struct zfi_trec {
 } zfi_trec;
 
 /* A large segment, by id, in a directory that never moves (so the free
- * stacks' links can be read without a lock while segments come and go). */
+ * stacks' links can be read without a lock while segments come and go).
+ * Allocating and freeing only read it (base, size) unless the segment goes
+ * through its bucket's stack (next): the line stays shared between the
+ * threads that hand segments to each other. Whether a capsule lives in a
+ * segment is its header's magic. */
 typedef struct zfi_large_ent {
-    _Atomic(char *) base;    /* NULL: no segment under this id */
-    _Atomic uint32_t next;   /* in its bucket's free stack: next id + 1 */
-    _Atomic uint32_t in_use; /* 1 while a capsule lives in it */
-    size_t size;             /* set (large_mu) before base is published */
+    _Atomic(char *) base;  /* NULL: no segment under this id */
+    _Atomic uint32_t next; /* in its bucket's free stack: next id + 1 */
+    size_t size;           /* set (large_mu) before base is published */
     int fd;
 } zfi_large_ent;
 
@@ -109,6 +112,11 @@ struct zf_pool {
     _Atomic uint32_t n_large; /* ids handed out */
     /* free segments of each size: tag << 32 | (id + 1) */
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t zfi_large_free[LARGE_BUCKETS];
+    /* and before the stack, one free segment of each size (id + 1, 0: none):
+     * a free fills it, an allocation empties it, one exchange each, with no
+     * link to read (a segment handed from the consumer back to the producer
+     * costs this word and the header, not the stack head and the entry) */
+    _Alignas(ZFI_CACHELINE) _Atomic uint32_t large_hot[LARGE_BUCKETS];
 
     /* zfi_pool_table_mu: the threads' records, and what exited threads counted. */
     zfi_trec *recs;
