@@ -18,7 +18,7 @@
 
 /* ---- large blocks: a segment each, recycled ----
  *
- * A freed segment goes into its size's hot word, or (taken) on a lock-free
+ * A freed segment goes into the pool's hot word, or (taken) on a lock-free
  * stack of its size; an allocation of that size takes one, the hot word
  * first. Only mapping a new segment (and unmapping cached ones
  * to make room) takes large_mu. */
@@ -73,16 +73,17 @@ void zfi_large_unmap(zf_pool *p, zfi_large_ent *e)
     e->size = 0;
 }
 
-/* A free segment of bucket b (its hot word first, then its stack), or
+/* A free segment of bucket b (the hot word if it holds one, then the
+ * bucket's stack), or
  * UINT32_MAX. acquire: what its last holder wrote, before it freed it,
  * happens before what the new one writes. */
 static uint32_t large_take(zf_pool *p, unsigned b)
 {
-    if (atomic_load_explicit(&p->large_hot[b], memory_order_relaxed)) {
-        uint32_t x = atomic_exchange_explicit(&p->large_hot[b], 0, memory_order_acquire);
-        if (x)
-            return x - 1;
-    }
+    uint64_t x = atomic_load_explicit(&p->large_hot, memory_order_relaxed);
+    if (x && (unsigned)(x >> 32) == b &&
+        atomic_compare_exchange_strong_explicit(&p->large_hot, &x, 0, memory_order_acquire,
+                                                memory_order_relaxed))
+        return (uint32_t)x - 1;
     return stack_pop(p, &p->zfi_large_free[b], large_link);
 }
 
@@ -189,13 +190,14 @@ zf_err zfi_large_alloc(zf_pool *p, size_t size, zf_data **out)
     return ZF_OK;
 }
 
-/* Into its bucket's hot word if that is empty (release: pairs with
- * large_take), else onto its stack. */
+/* Into the pool's hot word if that is empty (release: pairs with
+ * large_take), else onto its size's stack. */
 void zfi_large_free(zf_pool *p, zf_data *d)
 {
     unsigned b = large_bucket(zfi_large_at(p, d->seg, false)->size);
-    uint32_t none = 0;
-    if (!atomic_compare_exchange_strong_explicit(&p->large_hot[b], &none, d->seg + 1,
+    uint64_t none = 0;
+    if (!atomic_compare_exchange_strong_explicit(&p->large_hot, &none,
+                                                 (uint64_t)b << 32 | (d->seg + 1u),
                                                  memory_order_release, memory_order_relaxed))
         stack_push(p, &p->zfi_large_free[b], d->seg, large_link);
 }

@@ -86,6 +86,13 @@ struct zf_pool {
 
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t reserved;
     _Atomic uint64_t high_water;
+    /* One free large segment, before the stacks: bucket << 32 | (id + 1),
+     * 0: none. A free fills it, an allocation of that size empties it, a
+     * compare-and-swap each, with no link to read; on the reservation's
+     * line, which a large allocation and a free write anyway, so a segment
+     * handed from the consumer back to the producer makes one line cross
+     * (and its header), not three. */
+    _Atomic uint64_t large_hot;
     _Alignas(ZFI_CACHELINE) atomic_uint_fast64_t failures;
     atomic_uint_fast64_t shared_writes; /* ZF_CHECK_SHARED findings */
     _Atomic uint32_t shared_write_owner;
@@ -112,11 +119,6 @@ struct zf_pool {
     _Atomic uint32_t n_large; /* ids handed out */
     /* free segments of each size: tag << 32 | (id + 1) */
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t zfi_large_free[LARGE_BUCKETS];
-    /* and before the stack, one free segment of each size (id + 1, 0: none):
-     * a free fills it, an allocation empties it, one exchange each, with no
-     * link to read (a segment handed from the consumer back to the producer
-     * costs this word and the header, not the stack head and the entry) */
-    _Alignas(ZFI_CACHELINE) _Atomic uint32_t large_hot[LARGE_BUCKETS];
 
     /* zfi_pool_table_mu: the threads' records, and what exited threads counted. */
     zfi_trec *recs;
