@@ -56,6 +56,11 @@
 #define ZFI_LINK_HW_EVERY 16u
 #define MAX_DROPS         16u
 
+/* Set in tail by close (under spill_mu): no cell is reserved after it, so
+ * a consumer that sees it, then tail equal to head, has seen the last
+ * message. Positions never reach it. */
+#define TAIL_CLOSED (1ull << 63)
+
 typedef struct cell {
     _Atomic uint64_t seq;
     _Atomic uint64_t h;
@@ -194,23 +199,34 @@ void zfi_link_set_on_data(zf_link *l, zfi_link_hook on_data, void *data_arg)
 
 /* ---- the ring ---- */
 
-/* Put h at the tail if a cell is free. seq_cst publication: the wake-up
- * checks that follow (waiters, the consumer node's state) pair with it. */
-static inline bool ring_put(zf_link *l, zfi_handle h)
+/* The producers' position: tail without its closed bit. */
+static inline uint64_t tail_pos(zf_link *l)
+{
+    return atomic_load_explicit(&l->tail, memory_order_seq_cst) & ~TAIL_CLOSED;
+}
+
+/* Put h at the tail if a cell is free and the link is open (refill: open or
+ * not, for the spill list's own capsules). seq_cst reservation and
+ * publication: close's bit, the end-of-stream test and the wake-up checks
+ * that follow (waiters, the consumer node's state) pair with them. False
+ * when full or closed. */
+static inline bool ring_put(zf_link *l, zfi_handle h, bool refill)
 {
     uint64_t pos = atomic_load_explicit(&l->tail, memory_order_relaxed);
     for (;;) {
+        if (ZFI_UNLIKELY(pos & TAIL_CLOSED) && !refill)
+            return false;
         cell *c = &l->cells[pos & l->mask];
         /* The cell's line was last written by the consumer (it freed the
          * cell): ask for it writable at once, not read then upgraded. */
         zfi_prefetch_w(c);
         uint64_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
-        int64_t dif = (int64_t)(seq - pos);
+        int64_t dif = (int64_t)(seq - (pos & ~TAIL_CLOSED));
         if (dif == 0) {
-            if (atomic_compare_exchange_weak_explicit(&l->tail, &pos, pos + 1, memory_order_relaxed,
+            if (atomic_compare_exchange_weak_explicit(&l->tail, &pos, pos + 1, memory_order_seq_cst,
                                                       memory_order_relaxed)) {
                 atomic_store_explicit(&c->h, h, memory_order_relaxed);
-                atomic_store_explicit(&c->seq, pos + 1, memory_order_seq_cst);
+                atomic_store_explicit(&c->seq, (pos & ~TAIL_CLOSED) + 1, memory_order_seq_cst);
                 return true;
             }
         } else if (dif < 0) {
@@ -250,7 +266,7 @@ static inline zfi_handle ring_take(zf_link *l)
 static uint64_t depth_now(zf_link *l)
 {
     uint64_t h = atomic_load_explicit(&l->head, memory_order_seq_cst);
-    uint64_t t = atomic_load_explicit(&l->tail, memory_order_seq_cst);
+    uint64_t t = tail_pos(l);
     return (t > h ? t - h : 0) + atomic_load_explicit(&l->spill_n, memory_order_relaxed);
 }
 
@@ -263,10 +279,10 @@ static uint64_t depth_now(zf_link *l)
  * moving it gets a few tries, then the ring's size bounds the answer. */
 static uint64_t depth_snapshot(zf_link *l)
 {
-    uint64_t t = atomic_load_explicit(&l->tail, memory_order_seq_cst), h = 0;
+    uint64_t t = tail_pos(l), h = 0;
     for (int tries = 0; tries < 16; tries++) {
         h = atomic_load_explicit(&l->head, memory_order_seq_cst);
-        uint64_t t2 = atomic_load_explicit(&l->tail, memory_order_seq_cst);
+        uint64_t t2 = tail_pos(l);
         if (t2 == t)
             break;
         t = t2;
@@ -289,7 +305,7 @@ static uint64_t bytes_now(zf_link *l)
  * full, and the high water from it. */
 static bool looks_full(zf_link *l, uint64_t len)
 {
-    uint64_t t = atomic_load_explicit(&l->tail, memory_order_relaxed);
+    uint64_t t = atomic_load_explicit(&l->tail, memory_order_relaxed) & ~TAIL_CLOSED;
     uint64_t seen = atomic_load_explicit(&l->head_seen, memory_order_relaxed);
     uint64_t spill = atomic_load_explicit(&l->spill_n, memory_order_relaxed);
     if (t - seen + spill >= l->capacity) {
@@ -314,7 +330,7 @@ static void note_high_water(zf_link *l, uint64_t depth)
 /* After a push: the high water, from the producers' view of head. */
 static inline void after_put(zf_link *l, bool own)
 {
-    uint64_t t = atomic_load_explicit(&l->tail, memory_order_relaxed);
+    uint64_t t = atomic_load_explicit(&l->tail, memory_order_relaxed) & ~TAIL_CLOSED;
     uint64_t seen = atomic_load_explicit(&l->head_seen, memory_order_relaxed);
     uint64_t spill = atomic_load_explicit(&l->spill_n, memory_order_relaxed);
     uint64_t est = t - seen + spill;
@@ -354,18 +370,22 @@ static bool spill_append_locked(zf_link *l, zfi_handle h)
 }
 
 /* Enqueue h: into the spill list while it is in use (so order holds), else
- * the ring, else (a burst past the ring) the spill list. False when out of
- * memory. */
-static bool enqueue(zf_link *l, zfi_handle h)
+ * the ring, else (a burst past the ring) the spill list. ZF_ECLOSED when the
+ * link closed first (close sets its bit under spill_mu, so nothing is
+ * spilled after it), ZF_ENOMEM when out of memory; h is not taken then. */
+static zf_err enqueue(zf_link *l, zfi_handle h)
 {
-    if (ZFI_LIKELY(!atomic_load_explicit(&l->spill_n, memory_order_relaxed)) && ring_put(l, h))
-        return true;
+    if (ZFI_LIKELY(!atomic_load_explicit(&l->spill_n, memory_order_relaxed)) &&
+        ring_put(l, h, false))
+        return ZF_OK;
     pthread_mutex_lock(&l->spill_mu);
-    bool ok = l->spill_len == 0 && ring_put(l, h);
-    if (!ok)
-        ok = spill_append_locked(l, h);
+    zf_err e = ZF_OK;
+    if (atomic_load_explicit(&l->tail, memory_order_relaxed) & TAIL_CLOSED)
+        e = ZF_ECLOSED;
+    else if (!(l->spill_len == 0 && ring_put(l, h, false)) && !spill_append_locked(l, h))
+        e = ZF_ENOMEM;
     pthread_mutex_unlock(&l->spill_mu);
-    return ok;
+    return e;
 }
 
 /* The ring is empty: move what the spill list holds back into it, in
@@ -373,7 +393,7 @@ static bool enqueue(zf_link *l, zfi_handle h)
 static void spill_refill(zf_link *l)
 {
     pthread_mutex_lock(&l->spill_mu);
-    while (l->spill_len && ring_put(l, l->spill[l->spill_head])) {
+    while (l->spill_len && ring_put(l, l->spill[l->spill_head], true)) {
         l->spill_head = (l->spill_head + 1) % l->spill_cap;
         l->spill_len--;
         atomic_fetch_sub_explicit(&l->spilled, 1, memory_order_relaxed);
@@ -472,13 +492,8 @@ static __attribute__((noinline)) zf_err push_slow(zf_link *l, zf_data **d, enum 
     uint64_t t0 = 0;
     unsigned drops = 0;
     for (;;) {
-        if (ZFI_UNLIKELY(atomic_load_explicit(&l->closed, memory_order_acquire))) {
-            *d = NULL;
-            atomic_fetch_add_explicit(&l->dropped, 1, memory_order_relaxed);
-            zf_data_unref(c);
-            after_push(l);
-            return zfi_error(ZF_ECLOSED, "link closed; capsule dropped");
-        }
+        if (ZFI_UNLIKELY(atomic_load_explicit(&l->closed, memory_order_acquire)))
+            goto closed;
         if (!looks_full(l, len))
             break;
         zf_policy pol = atomic_load_explicit(&l->breaker, memory_order_relaxed)
@@ -547,14 +562,22 @@ static __attribute__((noinline)) zf_err push_slow(zf_link *l, zf_data **d, enum 
             zfi_tap_offer(tp, c);
         atomic_fetch_sub_explicit(&l->tap_users, 1, memory_order_release);
     }
-    zfi_handle h = zfi_handle_of(c);
+    zf_err e = enqueue(l, zfi_handle_of(c));
+    if (ZFI_UNLIKELY(e == ZF_ECLOSED))
+        goto closed; /* closed after the check above */
     *d = NULL;
-    if (ZFI_UNLIKELY(!enqueue(l, h))) {
+    if (ZFI_UNLIKELY(e != ZF_OK)) {
         atomic_fetch_add_explicit(&l->dropped, 1, memory_order_relaxed);
         zf_data_unref(c);
         return zfi_error(ZF_ENOMEM, "link: out of memory holding a burst past its ring");
     }
     return pushed(l, len, own);
+closed:
+    *d = NULL;
+    atomic_fetch_add_explicit(&l->dropped, 1, memory_order_relaxed);
+    zf_data_unref(c);
+    after_push(l);
+    return zfi_error(ZF_ECLOSED, "link closed; capsule dropped");
 }
 
 /* The common case inline: open, no spill list, clearly under capacity, no
@@ -568,6 +591,7 @@ static inline zf_err push(zf_link *l, zf_data **d, enum push_mode mode, int64_t 
     zfi_data_check(c, "zf_link_push");
     if (c->ts == 0 && atomic_load_explicit(&c->refs, memory_order_relaxed) == 1)
         c->ts = zf_clock_ns(); /* stamped when first sent */
+    /* tail with its closed bit: a closed link is "full" here, and slow. */
     uint64_t t = atomic_load_explicit(&l->tail, memory_order_relaxed);
     if (ZFI_UNLIKELY(atomic_load_explicit(&l->closed, memory_order_relaxed) |
                      atomic_load_explicit(&l->spill_n, memory_order_relaxed) |
@@ -576,7 +600,7 @@ static inline zf_err push(zf_link *l, zf_data **d, enum push_mode mode, int64_t 
         t - atomic_load_explicit(&l->head_seen, memory_order_relaxed) >= l->capacity)
         return push_slow(l, d, mode, timeout_ns, own, park);
     uint64_t len = c->len;
-    if (ZFI_UNLIKELY(!ring_put(l, zfi_handle_of(c))))
+    if (ZFI_UNLIKELY(!ring_put(l, zfi_handle_of(c), false)))
         return push_slow(l, d, mode, timeout_ns, own, park);
     *d = NULL;
     return pushed(l, len, own);
@@ -621,6 +645,21 @@ zf_err zf_link_push_all(zf_link *const *links, size_t n, zf_data **d, int64_t ti
 
 /* ---- take, pop ---- */
 
+/* End of stream: closed, and nothing queued or coming. The closed bit is
+ * read first: no cell is reserved and nothing spilled after it. Then the
+ * spill list (empty, its refills are in the ring already), then tail and
+ * head: equal, no cell is published or reserved-and-about-to-be. A producer
+ * that reserved before the close keeps the stream open until it publishes
+ * (and its publication wakes the consumer). */
+static bool ended(zf_link *l)
+{
+    if (!(atomic_load_explicit(&l->tail, memory_order_seq_cst) & TAIL_CLOSED) ||
+        atomic_load_explicit(&l->spill_n, memory_order_seq_cst))
+        return false;
+    uint64_t t = tail_pos(l);
+    return t == atomic_load_explicit(&l->head, memory_order_seq_cst);
+}
+
 zf_data *zfi_link_take(zf_link *l, bool *eos)
 {
     zf_data *d = take_one(l);
@@ -631,9 +670,7 @@ zf_data *zfi_link_take(zf_link *l, bool *eos)
         *eos = false;
         return d;
     }
-    /* Closed and empty: end of stream (close is published before its last
-     * wake-up, so an empty ring seen after it is final). */
-    *eos = atomic_load_explicit(&l->closed, memory_order_acquire) && !zfi_link_ready(l);
+    *eos = ended(l);
     return NULL;
 }
 
@@ -654,7 +691,7 @@ zf_err zf_link_try_pop(zf_link *l, zf_data **out)
         after_take(l);
         return ZF_OK;
     }
-    return atomic_load(&l->closed) && !zfi_link_ready(l) ? ZF_ECLOSED : ZF_EAGAIN;
+    return ended(l) ? ZF_ECLOSED : ZF_EAGAIN;
 }
 
 zf_err zf_link_pop(zf_link *l, zf_data **out, int64_t timeout_ns)
@@ -707,6 +744,9 @@ void zf_link_close(zf_link *l)
         return;
     if (atomic_exchange_explicit(&l->closed, 1, memory_order_seq_cst))
         return;
+    pthread_mutex_lock(&l->spill_mu);
+    atomic_fetch_or_explicit(&l->tail, TAIL_CLOSED, memory_order_seq_cst);
+    pthread_mutex_unlock(&l->spill_mu);
     atomic_fetch_add_explicit(&l->tap_users, 1, memory_order_seq_cst);
     zfi_tap *tp = atomic_load_explicit(&l->tap, memory_order_seq_cst);
     if (tp)
@@ -730,7 +770,7 @@ void zf_link_stats_get(const zf_link *cl, zf_link_stats *out)
     uint64_t dropped = ld(&l->dropped);
     uint64_t spilled = ld(&l->spilled);
     out->depth = depth_snapshot(l);
-    out->enqueued = atomic_load_explicit(&l->tail, memory_order_seq_cst) + spilled;
+    out->enqueued = tail_pos((zf_link *)cl) + spilled;
     out->dequeued = delivered;
     out->dropped = dropped;
     out->bytes = bytes_now(l);
@@ -776,7 +816,7 @@ void zfi_link_bytes(const zf_link *cl, uint64_t *in, uint64_t *out)
 
 bool zfi_link_drained(zf_link *l)
 {
-    return atomic_load(&l->closed) && !zfi_link_ready(l);
+    return ended(l);
 }
 
 bool zfi_link_has_room(zf_link *l)
