@@ -15,7 +15,9 @@
  * the waiter re-checks with seq_cst loads; the notifier makes the condition
  * true with a seq_cst store or read-modify-write, then reads the waiter
  * count (seq_cst: no fence). It bumps the sequence and wakes only when
- * someone waits, so a notifier with nobody asleep pays one load. Either the
+ * someone waits, so a notifier with nobody asleep pays one load; a
+ * notify-all after another with no new waiter in between pays one load too
+ * (ZFI_EVC_WOKEN). Either the
  * waiter's re-check sees the condition, or the notifier sees the waiter and
  * changes the sequence the waiter sleeps on (FUTEX_WAIT returns at once
  * when it differs). `shared` futex calls are for memory several processes
@@ -97,8 +99,14 @@ static inline void zfi_futex_wake(_Atomic uint32_t *addr, int n, bool shared)
 
 typedef struct zfi_evc {
     _Atomic uint32_t seq;     /* the futex word */
-    _Atomic uint32_t waiters; /* threads between prepare and wait's end */
+    _Atomic uint32_t waiters; /* threads between prepare and wait's end, | ZFI_EVC_WOKEN */
 } zfi_evc;
+
+/* In `waiters`: every waiter counted was woken by a notify-all and no
+ * waiter announced itself since, so the next notify-all skips the futex
+ * call (the woken ones are on their way; until they leave, each notify
+ * would otherwise pay a FUTEX_WAKE for nobody). A prepare clears it. */
+#define ZFI_EVC_WOKEN 0x80000000u
 
 static inline void zfi_evc_init(zfi_evc *e)
 {
@@ -112,6 +120,11 @@ static inline uint32_t zfi_evc_prepare(zfi_evc *e)
 {
     uint32_t key = atomic_load_explicit(&e->seq, memory_order_acquire);
     atomic_fetch_add_explicit(&e->waiters, 1, memory_order_seq_cst);
+    /* A notify-all after this wakes for this waiter. (Two plain read-
+     * modify-writes, no loop: the word may be in memory a hostile process
+     * writes.) */
+    if (atomic_load_explicit(&e->waiters, memory_order_seq_cst) & ZFI_EVC_WOKEN)
+        atomic_fetch_and_explicit(&e->waiters, ~ZFI_EVC_WOKEN, memory_order_seq_cst);
     return key;
 }
 
@@ -138,10 +151,22 @@ static inline void zfi_evc_wait_x(zfi_evc *e, uint32_t key, int64_t timeout_ns, 
  * re-check: no fence needed, and on x86 the load is a plain move). */
 static inline void zfi_evc_notify_x(zfi_evc *e, int n, bool shared)
 {
-    if (atomic_load_explicit(&e->waiters, memory_order_seq_cst)) {
-        atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
-        zfi_futex_wake(&e->seq, n, shared);
+    uint32_t w = atomic_load_explicit(&e->waiters, memory_order_seq_cst);
+    if (!(w & ~ZFI_EVC_WOKEN))
+        return;
+    if (n == INT_MAX) {
+        /* Every waiter counted has a key older than the sequence the
+         * notify that set WOKEN bumped (each announced itself before that
+         * notify's fetch_or: no prepare cleared the flag since): it is
+         * woken already, or its wait returns at once. One futex call per
+         * sleep, not one per notify while the sleepers wake up. */
+        if ((w & ZFI_EVC_WOKEN) ||
+            (atomic_fetch_or_explicit(&e->waiters, ZFI_EVC_WOKEN, memory_order_seq_cst) &
+             ZFI_EVC_WOKEN))
+            return;
     }
+    atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
+    zfi_futex_wake(&e->seq, n, shared);
 }
 
 static inline void zfi_evc_wait(zfi_evc *e, uint32_t key, int64_t timeout_ns)

@@ -18,8 +18,9 @@
 
 /* ---- large blocks: a segment each, recycled ----
  *
- * A freed segment goes on a lock-free stack of its size; an allocation of
- * that size pops one. Only mapping a new segment (and unmapping cached ones
+ * A freed segment goes into the pool's hot word, or (taken) on a lock-free
+ * stack of its size; an allocation of that size takes one, the hot word
+ * first. Only mapping a new segment (and unmapping cached ones
  * to make room) takes large_mu. */
 
 zfi_large_ent *zfi_large_at(zf_pool *p, uint32_t id, bool create)
@@ -72,6 +73,20 @@ void zfi_large_unmap(zf_pool *p, zfi_large_ent *e)
     e->size = 0;
 }
 
+/* A free segment of bucket b (the hot word if it holds one, then the
+ * bucket's stack), or
+ * UINT32_MAX. acquire: what its last holder wrote, before it freed it,
+ * happens before what the new one writes. */
+static uint32_t large_take(zf_pool *p, unsigned b)
+{
+    uint64_t x = atomic_load_explicit(&p->large_hot, memory_order_relaxed);
+    if (x && (unsigned)(x >> 32) == b &&
+        atomic_compare_exchange_strong_explicit(&p->large_hot, &x, 0, memory_order_acquire,
+                                                memory_order_relaxed))
+        return (uint32_t)x - 1;
+    return stack_pop(p, &p->zfi_large_free[b], large_link);
+}
+
 /* Unmap cached segments (other sizes first) until mapping `incoming` more
  * bytes keeps the pool within its cap and the cache within what the pool
  * has ever had in use (at least LARGE_CACHE_MIN). large_mu held. */
@@ -89,7 +104,7 @@ static void large_evict(zf_pool *p, size_t incoming, unsigned keep_bucket)
                 bool over_cache = mapped > used && mapped - used + incoming > keep;
                 if (!over_cap && !over_cache)
                     return;
-                uint32_t id = stack_pop(p, &p->zfi_large_free[b], large_link);
+                uint32_t id = large_take(p, b);
                 if (id == UINT32_MAX)
                     break;
                 zfi_large_unmap(p, zfi_large_at(p, id, false));
@@ -134,7 +149,6 @@ static zf_err large_new(zf_pool *p, size_t size, zf_data **out)
     }
     e->fd = fd;
     e->size = size;
-    atomic_store_explicit(&e->in_use, 1, memory_order_relaxed);
     atomic_store_explicit(&e->base, (char *)base, memory_order_release);
     if (id == n)
         atomic_store_explicit(&p->n_large, n + 1, memory_order_release);
@@ -161,12 +175,11 @@ zf_err zfi_large_alloc(zf_pool *p, size_t size, zf_data **out)
         size_t bsize = ((size_t)1 << l) / 8 * (8 + (b + k) % 8);
         if (bsize > size + size / 4)
             break;
-        id = stack_pop(p, &p->zfi_large_free[b + k], large_link);
+        id = large_take(p, b + k);
     }
     if (id == UINT32_MAX)
         return large_new(p, size, out);
     zfi_large_ent *e = zfi_large_at(p, id, false);
-    atomic_store_explicit(&e->in_use, 1, memory_order_relaxed);
     zf_data *d = (zf_data *)atomic_load_explicit(&e->base, memory_order_acquire);
     zfi_prefetch_w(d);
     d->seg = id;
@@ -177,11 +190,16 @@ zf_err zfi_large_alloc(zf_pool *p, size_t size, zf_data **out)
     return ZF_OK;
 }
 
+/* Into the pool's hot word if that is empty (release: pairs with
+ * large_take), else onto its size's stack. */
 void zfi_large_free(zf_pool *p, zf_data *d)
 {
-    zfi_large_ent *e = zfi_large_at(p, d->seg, false);
-    atomic_store_explicit(&e->in_use, 0, memory_order_relaxed);
-    stack_push(p, &p->zfi_large_free[large_bucket(e->size)], d->seg, large_link);
+    unsigned b = large_bucket(zfi_large_at(p, d->seg, false)->size);
+    uint64_t none = 0;
+    if (!atomic_compare_exchange_strong_explicit(&p->large_hot, &none,
+                                                 (uint64_t)b << 32 | (d->seg + 1u),
+                                                 memory_order_release, memory_order_relaxed))
+        stack_push(p, &p->zfi_large_free[b], d->seg, large_link);
 }
 
 /* ---- sharing with a node host ---- */

@@ -237,6 +237,26 @@ static inline bool ring_put(zf_link *l, zfi_handle h, bool refill)
     }
 }
 
+/* When the cell at pos is published and on the line just read (not a line
+ * the producer may be about to write), fetch its capsule's header: the
+ * next take reads it (the length) and its release writes it; it was last
+ * written on another core.
+ * Only a hint: a stale handle costs a useless prefetch, never a fault. */
+static inline void prefetch_next(zf_link *l, uint64_t pos)
+{
+    if (!(pos % (ZFI_CACHELINE / sizeof(cell))))
+        return;
+    cell *c = &l->cells[pos & l->mask];
+    if (atomic_load_explicit(&c->seq, memory_order_relaxed) != pos + 1)
+        return;
+    zfi_handle h = atomic_load_explicit(&c->h, memory_order_relaxed);
+    if (!(h & (ZFI_HANDLE_LOCAL | ZFI_HANDLE_LARGE))) {
+        zf_data *d = zfi_handle_data(h);
+        if (d)
+            zfi_prefetch_w(d); /* read now, written at its release */
+    }
+}
+
 /* Claim the head cell if it is published. Returns the handle, 0 if none.
  * Nothing of the capsule is read before the claim succeeds: a capsule
  * another party claimed may be freed and reused at any moment. */
@@ -252,6 +272,7 @@ static inline zfi_handle ring_take(zf_link *l)
             if (atomic_compare_exchange_weak_explicit(&l->head, &pos, pos + 1, memory_order_seq_cst,
                                                       memory_order_relaxed)) {
                 atomic_store_explicit(&c->seq, pos + l->mask + 1, memory_order_release);
+                prefetch_next(l, pos + 1);
                 return h;
             }
         } else if (dif < 0) {

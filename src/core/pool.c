@@ -551,7 +551,7 @@ void zfi_pool_walk(zf_pool *p, void (*cb)(void *arg, const zf_data *d, size_t bl
     for (uint32_t id = 0; id < atomic_load_explicit(&p->n_large, memory_order_relaxed); id++) {
         zfi_large_ent *e = zfi_large_at(p, id, false);
         const zf_data *d = (const zf_data *)atomic_load_explicit(&e->base, memory_order_acquire);
-        if (d && atomic_load_explicit(&e->in_use, memory_order_relaxed) &&
+        if (d &&
             atomic_load_explicit(&((zf_data *)d)->magic, memory_order_acquire) == ZFI_MAGIC_LIVE)
             cb(arg, d, e->size);
     }

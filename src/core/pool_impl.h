@@ -54,12 +54,15 @@ typedef struct zfi_trec {
 } zfi_trec;
 
 /* A large segment, by id, in a directory that never moves (so the free
- * stacks' links can be read without a lock while segments come and go). */
+ * stacks' links can be read without a lock while segments come and go).
+ * Allocating and freeing only read it (base, size) unless the segment goes
+ * through its bucket's stack (next): the line stays shared between the
+ * threads that hand segments to each other. Whether a capsule lives in a
+ * segment is its header's magic. */
 typedef struct zfi_large_ent {
-    _Atomic(char *) base;    /* NULL: no segment under this id */
-    _Atomic uint32_t next;   /* in its bucket's free stack: next id + 1 */
-    _Atomic uint32_t in_use; /* 1 while a capsule lives in it */
-    size_t size;             /* set (large_mu) before base is published */
+    _Atomic(char *) base;  /* NULL: no segment under this id */
+    _Atomic uint32_t next; /* in its bucket's free stack: next id + 1 */
+    size_t size;           /* set (large_mu) before base is published */
     int fd;
 } zfi_large_ent;
 
@@ -83,6 +86,13 @@ struct zf_pool {
 
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t reserved;
     _Atomic uint64_t high_water;
+    /* One free large segment, before the stacks: bucket << 32 | (id + 1),
+     * 0: none. A free fills it, an allocation of that size empties it, a
+     * compare-and-swap each, with no link to read; on the reservation's
+     * line, which a large allocation and a free write anyway, so a segment
+     * handed from the consumer back to the producer makes one line cross
+     * (and its header), not three. */
+    _Atomic uint64_t large_hot;
     _Alignas(ZFI_CACHELINE) atomic_uint_fast64_t failures;
     atomic_uint_fast64_t shared_writes; /* ZF_CHECK_SHARED findings */
     _Atomic uint32_t shared_write_owner;

@@ -411,7 +411,11 @@ static enum step_result step_consumer(zf_node *n, bool *more)
         size_t port = 0;
         bool all_eos = true;
         for (size_t j = 0; j < n->n_in; j++) {
-            port = (n->rr + j) % n->n_in;
+            /* (rr < n_in and j < n_in: one subtraction, not a division
+             * per take: ~3 % of a same-core stage's time, perf) */
+            port = n->rr + j;
+            if (port >= n->n_in)
+                port -= n->n_in;
             bool eos = false;
             d = zfi_link_take(n->in[port], &eos);
             if (d)
@@ -425,7 +429,7 @@ static enum step_result step_consumer(zf_node *n, bool *more)
                 zfi_node_finish(n);
             return STEP_OK;
         }
-        n->rr = (unsigned)(port + 1);
+        n->rr = port + 1 < n->n_in ? (unsigned)(port + 1) : 0;
         bytes += d->len;
         atomic_store_explicit(&d->owner, zfi_owner_pack(n->index, (long)port),
                               memory_order_relaxed);
