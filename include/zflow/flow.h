@@ -114,7 +114,7 @@ ZF_EXPORT char *zf_flow_to_dot(const zf_flow *f);
 /* ---- runtime: workers, instances ---- */
 
 typedef struct zf_runtime_options {
-    unsigned workers;   /**< worker threads; 0 = one per online CPU */
+    unsigned workers;   /**< worker threads; 0 = one per CPU the process may use (affinity) */
     const char *worker; /**< this worker's name (for `mapping`); may be NULL */
 } zf_runtime_options;
 

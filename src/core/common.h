@@ -90,6 +90,10 @@ static inline void zfi_counter_add(atomic_uint_fast64_t *c, uint64_t v)
 }
 
 /* Memory: NULL on failure (callers handle it). */
+/* CPUs this process may run on (its affinity mask: taskset, a cpuset), at
+ * least 1; the online count if the mask cannot be read. */
+unsigned zfi_cpus_usable(void);
+
 void *zfi_calloc(size_t n, size_t size);
 char *zfi_strdup(const char *s);
 char *zfi_strndup(const char *s, size_t n);

@@ -125,6 +125,13 @@ static inline uint32_t zfi_evc_prepare(zfi_evc *e)
      * writes.) */
     if (atomic_load_explicit(&e->waiters, memory_order_seq_cst) & ZFI_EVC_WOKEN)
         atomic_fetch_and_explicit(&e->waiters, ~ZFI_EVC_WOKEN, memory_order_seq_cst);
+#if !defined(__x86_64__) && !defined(__i386__)
+    /* The caller's re-check may be relaxed loads: on an LL/SC CPU (ARMv8.0)
+     * a plain load can complete before the announcement above is visible,
+     * and a notifier that read no waiter then never wakes this one. On x86
+     * the read-modify-write above is a full barrier already. */
+    atomic_thread_fence(memory_order_seq_cst);
+#endif
     return key;
 }
 

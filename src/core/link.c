@@ -565,16 +565,23 @@ static __attribute__((noinline)) zf_err push_slow(zf_link *l, zf_data **d, enum 
     }
     if (t0)
         atomic_fetch_add(&l->blocked_ns, zf_clock_ns() - t0);
-    if (ZFI_UNLIKELY(atomic_load_explicit(&l->tapped, memory_order_relaxed))) {
+    /* Tapped: the tap is offered the capsule once it is in (a capsule the
+     * close refuses is not recorded), through a reference of its own (the
+     * consumer may take and release it at once). */
+    zf_data *tapped = NULL;
+    if (ZFI_UNLIKELY(atomic_load_explicit(&l->tapped, memory_order_relaxed)))
+        tapped = zf_data_ref(c);
+    zf_err e = enqueue(l, zfi_handle_of(c));
+    if (tapped) {
         /* Announce the offer, then read the tap: a detach (tapped 0, tap
          * NULL, then waits for tap_users 0) either is seen or waits. */
         atomic_fetch_add_explicit(&l->tap_users, 1, memory_order_seq_cst);
-        zfi_tap *tp = atomic_load_explicit(&l->tap, memory_order_seq_cst);
+        zfi_tap *tp = e == ZF_OK ? atomic_load_explicit(&l->tap, memory_order_seq_cst) : NULL;
         if (tp)
-            zfi_tap_offer(tp, c);
+            zfi_tap_offer(tp, tapped);
         atomic_fetch_sub_explicit(&l->tap_users, 1, memory_order_release);
+        zf_data_unref(tapped);
     }
-    zf_err e = enqueue(l, zfi_handle_of(c));
     if (ZFI_UNLIKELY(e == ZF_ECLOSED))
         goto closed; /* closed after the check above */
     *d = NULL;
@@ -585,6 +592,10 @@ static __attribute__((noinline)) zf_err push_slow(zf_link *l, zf_data **d, enum 
     }
     return pushed(l, len, own);
 closed:
+    if (*park) { /* parked for room on a link that takes nothing more */
+        *park = false;
+        atomic_store_explicit(&l->room_wanted, 0, memory_order_seq_cst);
+    }
     *d = NULL;
     atomic_fetch_add_explicit(&l->dropped, 1, memory_order_relaxed);
     zf_data_unref(c);

@@ -1,9 +1,20 @@
-/* Small allocation and string helpers. */
+/* Small allocation and string helpers, and the CPU count. */
 #include "core/common.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+unsigned zfi_cpus_usable(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+        return (unsigned)CPU_COUNT(&set);
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 0 ? (unsigned)cpus : 1;
+}
 
 void *zfi_calloc(size_t n, size_t size)
 {

@@ -19,8 +19,7 @@ zf_err zf_runtime_create(const zf_runtime_options *opt, zf_runtime **out)
         return zfi_error(ZF_ENOMEM, "zf_runtime_create: out of memory");
     memset(rt, 0, sizeof *rt);
     zfi_evc_init(&rt->left);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    rt->target_workers = opt && opt->workers ? opt->workers : (unsigned)(cpus > 0 ? cpus : 1);
+    rt->target_workers = opt && opt->workers ? opt->workers : zfi_cpus_usable();
     rt->worker_name = zfi_strdup(opt && opt->worker ? opt->worker : "local");
     zfi_lock_init(&rt->q_mu);
     pthread_mutex_init(&rt->mu, NULL);

@@ -130,8 +130,7 @@ static bool few_cpus(void)
     static _Atomic int few; /* 0: not asked yet, 1: yes, 2: no */
     int v = atomic_load_explicit(&few, memory_order_relaxed);
     if (!v) {
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        v = cpus > 0 && cpus <= 2 ? 1 : 2;
+        v = zfi_cpus_usable() <= 2 ? 1 : 2;
         atomic_store_explicit(&few, v, memory_order_relaxed);
     }
     return v == 1;
@@ -264,8 +263,9 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d, uint64_t *n
     /* The watchdog needs the start: the timer thread's clock is enough (it
      * is at most a tick old; made unique per node so it names this
      * callback). Busy time is measured precisely on one callback in
-     * BUSY_SAMPLE and extrapolated: clock reads per callback would cost
-     * more than a hop. */
+     * BUSY_SAMPLE and extrapolated (clock reads per callback would cost
+     * more than a hop); callbacks longer than a tick are counted as they
+     * are. */
     zf_runtime *rt = n->inst->rt;
     uint64_t t0 = *now ? *now : atomic_load_explicit(&rt->now_ns, memory_order_relaxed);
     if (t0 <= n->last_start)
@@ -289,10 +289,16 @@ static enum step_result call(zf_node *n, unsigned port, zf_data **d, uint64_t *n
         }
         was_hung = w != t0; /* the watchdog replaced this worker meanwhile */
     }
-    if (timed)
-        zfi_counter_add(&n->busy_ns, (zf_clock_ns() - p0) * BUSY_SAMPLE);
     /* progress: when it completed (within a tick) */
     uint64_t t1 = atomic_load_explicit(&rt->now_ns, memory_order_relaxed);
+    if (timed) {
+        /* A long one is itself, once: extrapolated, one 40 ms callback
+         * read as 2.56 s of work. */
+        uint64_t dur = zf_clock_ns() - p0;
+        zfi_counter_add(&n->busy_ns, dur >= ZFI_TICK_NS ? dur : dur * BUSY_SAMPLE);
+    } else if (ZFI_UNLIKELY(t1 - t0 > 2 * ZFI_TICK_NS)) {
+        zfi_counter_add(&n->busy_ns, t1 - t0); /* a long one the timer's clock saw */
+    }
     *now = t1; /* the next callback of this step starts now */
     zfi_tls_node = NULL;
     zfi_node_leave(saved);

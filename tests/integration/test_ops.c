@@ -337,7 +337,9 @@ ZT_CASE(rates_follow_a_100hz_source_and_fall_after_suspend)
     char uuid[64];
     snprintf(uuid, sizeof uuid, "%s", id);
     /* A node is at most one core busy, whatever its sampled callbacks say:
-     * slow_first's first callback (40 ms, timed) once read as 256 %. */
+     * slow_first's first callback (40 ms, timed) once read as 25.6 cores,
+     * then as the 1 core bound; it is 40 ms of the window (which starts
+     * with the instance: at least one rates step, 95 ms). */
     double cpu_max = 0;
     for (int i = 0; i < 25; i++) {
         zt_sleep_ms(100);
@@ -345,7 +347,7 @@ ZT_CASE(rates_follow_a_100hz_source_and_fall_after_suspend)
         cpu_max = c > cpu_max ? c : cpu_max;
     }
     fprintf(stderr, "  slow_first's CPU over the first 2.5 s: at most %.2f cores\n", cpu_max);
-    ZT_CHECK(cpu_max <= 1.0);
+    ZT_CHECK(cpu_max <= 0.75); /* 40 ms of a window of at least 95 ms */
     double in = status_num(uuid, "links", "to", "sink.in", "in_msgs_1s");
     double node_out = status_num(uuid, "nodes", "id", "src", "out_msgs_1s");
     double sink_in = status_num(uuid, "nodes", "id", "sink", "in_msgs_1s");
@@ -356,7 +358,7 @@ ZT_CASE(rates_follow_a_100hz_source_and_fall_after_suspend)
     ZT_CHECK(in >= 40 && in <= 110);
     ZT_CHECK(node_out >= 0.9 * in && node_out <= 1.1 * in);
     ZT_CHECK(sink_in >= 0.9 * in && sink_in <= 1.1 * in);
-    ZT_CHECK(status_num(uuid, "links", "to", "sink.in", "in_bytes_1s") >= 95 * 64);
+    ZT_CHECK(status_num(uuid, "links", "to", "sink.in", "in_bytes_1s") >= 0.9 * in * 64);
     ZT_CHECK(node_state_is(uuid, "src", "RUNNING"));
     char *out = NULL;
     ZT_EQ(ctl(&out, "suspend", uuid, NULL), 0);
