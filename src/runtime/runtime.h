@@ -190,6 +190,8 @@ struct zf_runtime {
     zfi_evc q_evc;            /* idle workers sleep here */
     atomic_size_t q_count;    /* published length */
     atomic_uint idle_workers; /* workers looking for work (spinning or asleep) */
+    atomic_uint spinning;     /* of which spinning (a push wakes none then) */
+    atomic_uint woken;        /* a worker was woken and has not spun yet (idem) */
     /* Each worker's "run next" slot (sched.c), stealable by idle workers. */
     _Atomic(zf_node *) slots[ZFI_MAX_WORKERS];
     bool slot_used[ZFI_MAX_WORKERS]; /* under mu */
@@ -260,6 +262,11 @@ static inline void zfi_node_leave(zfi_ctx saved)
 void zfi_node_notify(zf_node *n);
 /* Link hooks. */
 void zfi_node_on_data(void *node);
+/* A capsule is on its way to node n from a thread the runtime does not own
+ * (a bridge-in receiving it): if n is idle and no worker spins, wake a
+ * sleeping one now, so that its wake-up overlaps the receipt and it finds n
+ * queued while it spins. */
+void zfi_node_prewake(zf_node *n);
 void zfi_node_on_room(void *node);
 /* Start / stop the worker threads (sched.c). */
 zf_err zfi_workers_start(zf_runtime *rt);

@@ -39,6 +39,17 @@ _Static_assert(ZFI_MAX_PORTS + 1 < (1u << ZFI_OWNER_PORT_BITS), "a port fits the
 
 /* ---- run queue ---- */
 
+/* Work was queued: wake a sleeping worker, unless one spins or was woken
+ * and has not spun yet (it will see the work: runq_pop_idle). */
+static void wake_one(zf_runtime *rt)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&rt->spinning) || atomic_load(&rt->woken) || !atomic_load(&rt->q_evc.waiters))
+        return;
+    atomic_store(&rt->woken, 1);
+    zfi_evc_notify_one(&rt->q_evc);
+}
+
 static void runq_push(zf_runtime *rt, zf_node *n)
 {
     zfi_lock_acquire(&rt->q_mu);
@@ -58,7 +69,7 @@ static void runq_push(zf_runtime *rt, zf_node *n)
     rt->q_len++;
     atomic_store_explicit(&rt->q_count, rt->q_len, memory_order_release);
     zfi_lock_release(&rt->q_mu);
-    zfi_evc_notify_one(&rt->q_evc);
+    wake_one(rt);
 }
 
 static zf_node *runq_try_pop(zf_runtime *rt)
@@ -119,30 +130,47 @@ static bool idle_poll(zf_runtime *rt)
     return h && h->poll(rt);
 }
 
+/* The end of a spin: no longer counted as spinning. A push that saw this
+ * worker spinning woke nobody: if the run queue still has work after the
+ * node this worker found, wake another for it. */
+static zf_node *spin_end(zf_runtime *rt, zf_node *found)
+{
+    atomic_fetch_sub(&rt->spinning, 1);
+    if (found && atomic_load(&rt->q_count))
+        wake_one(rt);
+    return found;
+}
+
+/* Spin on the queue for SPIN_NS, then sleep until woken, then spin again:
+ * a worker woken ahead of its work (zfi_node_prewake) finds it while it
+ * spins, and the push that follows needs no second wake-up. */
 static zf_node *runq_pop_idle(zf_runtime *rt)
 {
-    uint64_t t0 = 0;
-    for (unsigned i = 0;; i++) {
-        if (atomic_load_explicit(&rt->q_count, memory_order_acquire)) {
-            zf_node *n = runq_try_pop(rt);
-            if (n)
-                return n;
-        }
-        zf_node *stolen = steal(rt);
-        if (stolen)
-            return stolen;
-        if (idle_poll(rt)) /* isolated children's outputs (what they make ready runs next) */
-            continue;
-        if ((i & 63) == 63) {
-            uint64_t now = zf_clock_ns();
-            if (!t0)
-                t0 = now;
-            else if (now - t0 > SPIN_NS)
-                break;
-        }
-        zfi_cpu_relax();
-    }
     for (;;) {
+        uint64_t t0 = 0;
+        atomic_fetch_add(&rt->spinning, 1);
+        atomic_store(&rt->woken, 0); /* (the woken one, or another: one spins) */
+        for (unsigned i = 0;; i++) {
+            if (atomic_load_explicit(&rt->q_count, memory_order_acquire)) {
+                zf_node *n = runq_try_pop(rt);
+                if (n)
+                    return spin_end(rt, n);
+            }
+            zf_node *stolen = steal(rt);
+            if (stolen)
+                return spin_end(rt, stolen);
+            if (idle_poll(rt)) /* isolated children's outputs (what they make ready runs next) */
+                continue;
+            if ((i & 63) == 63) {
+                uint64_t now = zf_clock_ns();
+                if (!t0)
+                    t0 = now;
+                else if (now - t0 > SPIN_NS)
+                    break;
+            }
+            zfi_cpu_relax();
+        }
+        spin_end(rt, NULL); /* the park below re-checks the queue after prepare */
         uint32_t key = zfi_evc_prepare(&rt->q_evc);
         zf_node *n = runq_try_pop(rt);
         if (!n)
@@ -215,6 +243,14 @@ void zfi_node_notify(zf_node *n)
 void zfi_node_on_data(void *node)
 {
     zfi_node_notify(node);
+}
+
+void zfi_node_prewake(zf_node *n)
+{
+    zf_runtime *rt = n->inst->rt;
+    if (atomic_load_explicit(&n->inst->started, memory_order_acquire) &&
+        atomic_load_explicit(&n->sched, memory_order_relaxed) == ZFI_IDLE)
+        wake_one(rt);
 }
 
 void zfi_node_on_room(void *node)

@@ -203,6 +203,9 @@ static struct ddsi_serdata *from_chain(const struct ddsi_sertype *st, enum ddsi_
         put_prefix(s, t, NULL, w.flags);
         return &s->c;
     }
+    /* The consumer's worker may be asleep: start waking it now, while the
+     * capsule is copied and delivered, not once it is in the link. */
+    zfi_node_prewake(t->recv_node);
     zf_data *d = NULL;
     if (zf_data_alloc(t->recv_node, (size_t)w.len, &d) != ZF_OK) {
         zfi_log(ZF_LOG_WARN, "cluster", "%s: no pool memory for a %llu-byte capsule: dropped",
