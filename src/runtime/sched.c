@@ -141,6 +141,17 @@ static zf_node *spin_end(zf_runtime *rt, zf_node *found)
     return found;
 }
 
+/* A node found while parking (not spinning): this worker may have been the
+ * one a push woke, and other pushes skipped their wake-up for it (`woken`):
+ * pass the wake on if work is left. */
+static zf_node *park_end(zf_runtime *rt, zf_node *found)
+{
+    atomic_store(&rt->woken, 0);
+    if (atomic_load(&rt->q_count))
+        wake_one(rt);
+    return found;
+}
+
 /* Spin on the queue for SPIN_NS, then sleep until woken, then spin again:
  * a worker woken ahead of its work (zfi_node_prewake) finds it while it
  * spins, and the push that follows needs no second wake-up. */
@@ -177,7 +188,7 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
             n = steal(rt);
         if (n) {
             zfi_evc_cancel(&rt->q_evc);
-            return n;
+            return park_end(rt, n);
         }
         if (runtime_shutdown(rt)) {
             zfi_evc_cancel(&rt->q_evc);
@@ -191,7 +202,7 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
         if (idle_poll(rt)) {
             n = steal(rt);
             if (n)
-                return n;
+                return park_end(rt, n);
         }
     }
 }
