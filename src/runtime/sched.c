@@ -9,7 +9,10 @@
  * - A zf_send into a full `block` link never sleeps: the capsule is
  *   accepted and the node is parked after its callback, until the link
  *   calls back (on_room). The worker moves on to other nodes.
- * - Idle workers spin briefly on the queue, then sleep on a futex. */
+ * - Idle workers spin briefly on the queue, then sleep on a futex, and spin
+ *   again when woken. A push wakes a sleeper only when no worker spins and
+ *   none was woken that has not spun yet (`spinning`, `woken`); a worker
+ *   that finds work passes the wake on if more is queued. */
 #include "runtime/runtime.h"
 
 #include "graph/loader.h" /* ZFI_MAX_PORTS */
