@@ -37,23 +37,6 @@ static void node_close_outputs(zf_node *n, bool done)
     zfi_node_close_outputs(n);
 }
 
-static void node_prewake(zf_node *n)
-{
-    zf_instance *inst = n->inst;
-    for (size_t i = 0; i < inst->n_nodes; i++) {
-        zf_node *m = inst->nodes[i];
-        if (atomic_load_explicit(&m->sched, memory_order_relaxed) != ZFI_IDLE)
-            continue;
-        for (size_t j = 0; j < m->n_in; j++)
-            for (size_t o = 0; o < n->n_out; o++)
-                for (size_t k = 0; k < n->out[o].n; k++)
-                    if (m->in[j] == n->out[o].links[k]) {
-                        zfi_node_prewake(m);
-                        return;
-                    }
-    }
-}
-
 static const zfi_cluster_host host = {
     .version = ZFI_CLUSTER_ABI,
     .size = sizeof(zfi_cluster_host),
@@ -67,7 +50,6 @@ static const zfi_cluster_host host = {
     .node_finish = zfi_node_finish,
     .node_close_outputs = node_close_outputs,
     .link_on_data = zfi_link_set_on_data,
-    .node_prewake = node_prewake,
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;

@@ -50,12 +50,6 @@ typedef struct zfi_cluster_host {
      * into link l (and on its close); set before the producer runs (a
      * node's init). l must be the input of a sink without on_input. */
     void (*link_on_data)(zf_link *l, void (*on_data)(void *arg), void *arg);
-    /* A capsule for the consumers of n's outputs is being received (n a
-     * bridge-in, on Cyclone's thread, before the copy): if one of them is
-     * idle and no worker spins, wake a sleeping worker now, so that its
-     * wake-up overlaps the receipt. Cost: a look at the inputs of n's
-     * instance part. */
-    void (*node_prewake)(zf_node *n);
 } zfi_cluster_host;
 
 /* What the module gives libzflow: the public zf_cluster_* functions

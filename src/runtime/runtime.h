@@ -262,11 +262,6 @@ static inline void zfi_node_leave(zfi_ctx saved)
 void zfi_node_notify(zf_node *n);
 /* Link hooks. */
 void zfi_node_on_data(void *node);
-/* A capsule is on its way to node n from a thread the runtime does not own
- * (a bridge-in receiving it): if n is idle and no worker spins, wake a
- * sleeping one now, so that its wake-up overlaps the receipt and it finds n
- * queued while it spins. */
-void zfi_node_prewake(zf_node *n);
 void zfi_node_on_room(void *node);
 /* Start / stop the worker threads (sched.c). */
 zf_err zfi_workers_start(zf_runtime *rt);

@@ -156,8 +156,8 @@ static zf_node *park_end(zf_runtime *rt, zf_node *found)
 }
 
 /* Spin on the queue for SPIN_NS, then sleep until woken, then spin again:
- * a worker woken ahead of its work (zfi_node_prewake) finds it while it
- * spins, and the push that follows needs no second wake-up. */
+ * a worker woken for work another worker took first finds the next while
+ * it spins, and the push that follows needs no second wake-up. */
 static zf_node *runq_pop_idle(zf_runtime *rt)
 {
     for (;;) {
@@ -257,14 +257,6 @@ void zfi_node_notify(zf_node *n)
 void zfi_node_on_data(void *node)
 {
     zfi_node_notify(node);
-}
-
-void zfi_node_prewake(zf_node *n)
-{
-    zf_runtime *rt = n->inst->rt;
-    if (atomic_load_explicit(&n->inst->started, memory_order_acquire) &&
-        atomic_load_explicit(&n->sched, memory_order_relaxed) == ZFI_IDLE)
-        wake_one(rt);
 }
 
 void zfi_node_on_room(void *node)

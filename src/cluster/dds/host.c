@@ -3,7 +3,6 @@
  * gave (../module.h), so the module links only libzflow's public API. */
 #include "cluster/dds/impl.h"
 
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -84,13 +83,6 @@ void zfi_node_end_outputs(zf_node *n, bool done)
 void zfi_link_on_data(zf_link *l, void (*on_data)(void *arg), void *arg)
 {
     host->link_on_data(l, on_data, arg);
-}
-
-void zfi_node_prewake(zf_node *n)
-{
-    if (host->size >= offsetof(zfi_cluster_host, node_prewake) + sizeof host->node_prewake &&
-        host->node_prewake)
-        host->node_prewake(n);
 }
 
 static const zfi_cluster_module module = {

@@ -147,8 +147,6 @@ zf_link *zfi_node_input(zf_node *n, size_t i);
 void zfi_node_finish(zf_node *n);
 void zfi_node_end_outputs(zf_node *n, bool done);
 void zfi_link_on_data(zf_link *l, void (*on_data)(void *arg), void *arg);
-/* A capsule for n's consumers is being received: see the host table. */
-void zfi_node_prewake(zf_node *n);
 
 /* A worker was lost: bridges towards it shed load, bridges from it end
  * their stream (c->mu not held). */

@@ -24,9 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WIRE_MAGIC  0x5a464331u /* "ZFC1" */
-#define TYPE_MAX    64
-#define PREWAKE_MAX 65536u /* bytes copied in a few us: see from_chain */
+#define WIRE_MAGIC 0x5a464331u /* "ZFC1" */
+#define TYPE_MAX   64
 
 /* After the 4-byte encapsulation header; little-endian, as this host. */
 typedef struct wire {
@@ -204,12 +203,6 @@ static struct ddsi_serdata *from_chain(const struct ddsi_sertype *st, enum ddsi_
         put_prefix(s, t, NULL, w.flags);
         return &s->c;
     }
-    /* The consumer's worker may be asleep: start waking it now, while the
-     * capsule is copied and delivered, not once it is in the link; only
-     * for a copy much shorter than a woken worker's spin (a larger one would
-     * see it asleep again, and wake it twice). */
-    if (w.len <= PREWAKE_MAX)
-        zfi_node_prewake(t->recv_node);
     zf_data *d = NULL;
     if (zf_data_alloc(t->recv_node, (size_t)w.len, &d) != ZF_OK) {
         zfi_log(ZF_LOG_WARN, "cluster", "%s: no pool memory for a %llu-byte capsule: dropped",
