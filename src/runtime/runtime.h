@@ -190,6 +190,8 @@ struct zf_runtime {
     zfi_evc q_evc;            /* idle workers sleep here */
     atomic_size_t q_count;    /* published length */
     atomic_uint idle_workers; /* workers looking for work (spinning or asleep) */
+    atomic_uint spinning;     /* of which spinning (a push wakes none then) */
+    atomic_uint woken;        /* a worker was woken and has not spun yet (idem) */
     /* Each worker's "run next" slot (sched.c), stealable by idle workers. */
     _Atomic(zf_node *) slots[ZFI_MAX_WORKERS];
     bool slot_used[ZFI_MAX_WORKERS]; /* under mu */

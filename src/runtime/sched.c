@@ -9,7 +9,10 @@
  * - A zf_send into a full `block` link never sleeps: the capsule is
  *   accepted and the node is parked after its callback, until the link
  *   calls back (on_room). The worker moves on to other nodes.
- * - Idle workers spin briefly on the queue, then sleep on a futex. */
+ * - Idle workers spin briefly on the queue, then sleep on a futex, and spin
+ *   again when woken. A push wakes a sleeper only when no worker spins and
+ *   none was woken that has not spun yet (`spinning`, `woken`); a worker
+ *   that finds work passes the wake on if more is queued. */
 #include "runtime/runtime.h"
 
 #include "graph/loader.h" /* ZFI_MAX_PORTS */
@@ -40,6 +43,17 @@ _Static_assert(ZFI_MAX_PORTS + 1 < (1u << ZFI_OWNER_PORT_BITS), "a port fits the
 
 /* ---- run queue ---- */
 
+/* Work was queued: wake a sleeping worker, unless one spins or was woken
+ * and has not spun yet (it will see the work: runq_pop_idle). */
+static void wake_one(zf_runtime *rt)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&rt->spinning) || atomic_load(&rt->woken) || !atomic_load(&rt->q_evc.waiters))
+        return;
+    atomic_store(&rt->woken, 1);
+    zfi_evc_notify_one(&rt->q_evc);
+}
+
 static void runq_push(zf_runtime *rt, zf_node *n)
 {
     zfi_lock_acquire(&rt->q_mu);
@@ -59,7 +73,7 @@ static void runq_push(zf_runtime *rt, zf_node *n)
     rt->q_len++;
     atomic_store_explicit(&rt->q_count, rt->q_len, memory_order_release);
     zfi_lock_release(&rt->q_mu);
-    zfi_evc_notify_one(&rt->q_evc);
+    wake_one(rt);
 }
 
 static zf_node *runq_try_pop(zf_runtime *rt)
@@ -136,41 +150,69 @@ static bool few_cpus(void)
     return v == 1;
 }
 
+/* The end of a spin: no longer counted as spinning. A push that saw this
+ * worker spinning woke nobody: if the run queue still has work after the
+ * node this worker found, wake another for it. */
+static zf_node *spin_end(zf_runtime *rt, zf_node *found)
+{
+    atomic_fetch_sub(&rt->spinning, 1);
+    if (found && atomic_load(&rt->q_count))
+        wake_one(rt);
+    return found;
+}
+
+/* A node found while parking (not spinning): this worker may have been the
+ * one a push woke, and other pushes skipped their wake-up for it (`woken`):
+ * pass the wake on if work is left. */
+static zf_node *park_end(zf_runtime *rt, zf_node *found)
+{
+    atomic_store(&rt->woken, 0);
+    if (atomic_load(&rt->q_count))
+        wake_one(rt);
+    return found;
+}
+
+/* Spin on the queue for SPIN_NS, then sleep until woken, then spin again:
+ * a worker woken for work another worker took first finds the next while
+ * it spins, and the push that follows needs no second wake-up. */
 static zf_node *runq_pop_idle(zf_runtime *rt)
 {
-    uint64_t t0 = 0;
-    for (unsigned i = 0;; i++) {
-        if (atomic_load_explicit(&rt->q_count, memory_order_acquire)) {
-            zf_node *n = runq_try_pop(rt);
-            if (n)
-                return n;
-        }
-        zf_node *stolen = steal(rt);
-        if (stolen)
-            return stolen;
-        if (idle_poll(rt)) /* isolated children's outputs (what they make ready runs next) */
-            continue;
-        if ((i & 63) == 63) {
-            uint64_t now = zf_clock_ns();
-            if (!t0)
-                t0 = now;
-            else if (now - t0 > SPIN_NS)
-                break;
-            if (few_cpus() && now - t0 > YIELD_AFTER_NS) {
-                sched_yield(); /* (the thread it keeps off this CPU may have the work) */
-                continue;
-            }
-        }
-        zfi_cpu_relax();
-    }
     for (;;) {
+        uint64_t t0 = 0;
+        atomic_fetch_add(&rt->spinning, 1);
+        atomic_store(&rt->woken, 0); /* (the woken one, or another: one spins) */
+        for (unsigned i = 0;; i++) {
+            if (atomic_load_explicit(&rt->q_count, memory_order_acquire)) {
+                zf_node *n = runq_try_pop(rt);
+                if (n)
+                    return spin_end(rt, n);
+            }
+            zf_node *stolen = steal(rt);
+            if (stolen)
+                return spin_end(rt, stolen);
+            if (idle_poll(rt)) /* isolated children's outputs (what they make ready runs next) */
+                continue;
+            if ((i & 63) == 63) {
+                uint64_t now = zf_clock_ns();
+                if (!t0)
+                    t0 = now;
+                else if (now - t0 > SPIN_NS)
+                    break;
+                if (few_cpus() && now - t0 > YIELD_AFTER_NS) {
+                    sched_yield(); /* (the thread it keeps off this CPU may have the work) */
+                    continue;
+                }
+            }
+            zfi_cpu_relax();
+        }
+        spin_end(rt, NULL); /* the park below re-checks the queue after prepare */
         uint32_t key = zfi_evc_prepare(&rt->q_evc);
         zf_node *n = runq_try_pop(rt);
         if (!n)
             n = steal(rt);
         if (n) {
             zfi_evc_cancel(&rt->q_evc);
-            return n;
+            return park_end(rt, n);
         }
         if (runtime_shutdown(rt)) {
             zfi_evc_cancel(&rt->q_evc);
@@ -184,7 +226,7 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
         if (idle_poll(rt)) {
             n = steal(rt);
             if (n)
-                return n;
+                return park_end(rt, n);
         }
     }
 }

@@ -21,12 +21,19 @@
  *
  * The fast paths (latency: one thread hand-off in all, as raw DDS has):
  * - Send: the input link calls out_on_data on the producer's thread after
- *   each push; while the last credit count allows (`budget`) and the capsule
- *   fits in one datagram (FAST_MAX), it takes the capsule and writes it
- *   there, without waking the endpoint thread. The thread does the rest:
- *   credit waits, large capsules (a write that may wait for acks must not
- *   hold a worker), shedding, end of stream. `wmu` makes the two one
- *   consumer of the link; the hook only tries it.
+ *   each push; while the credits allow and the capsule fits in one datagram
+ *   (FAST_MAX), it takes the capsule and writes it there, without waking
+ *   the endpoint thread. The thread does the rest: credit and match waits,
+ *   large capsules (a write that may wait for acks must not hold a
+ *   worker), shedding, end of stream. `wmu` makes the two one consumer of
+ *   the link; the hook only tries it. The hook reaches its bridge through a
+ *   slot (out_slot) with a count of the hooks inside it, not through the
+ *   cluster's registry and lock: no lock but `wmu` per push.
+ * - Credits: a listener on the credit reader (Cyclone's receive thread,
+ *   which received the credit anyway) records each reader's count in
+ *   atomics the hook and the thread read; it wakes the endpoint thread
+ *   only when one of them stopped for want of credit (`want_credit`), so a
+ *   credit costs no thread wake-up while the window is open.
  * - Receive: Cyclone's listener (in_on_data, on the thread that received
  *   the sample) hands each capsule to the local links without waiting;
  *   when one is full it keeps the rest (`pend`) and the endpoint thread
@@ -46,8 +53,9 @@
 #define EOS_ACK_NS   DDS_SECS(2)
 #define MAX_BLOCKING DDS_SECS(10)
 #define FAST_MAX     60000u /* one datagram: written on the producer's thread */
-#define FAST_WINDOW  64u    /* capsules the producer's thread may write unacknowledged */
 #define BATCH        16
+
+typedef struct out_slot out_slot;
 
 struct zfi_bridge {
     zf_cluster *c;
@@ -56,22 +64,23 @@ struct zfi_bridge {
     char topic[300], credit_topic[320], type[64];
     uint64_t capacity;
     struct ddsi_sertype *st;
-    dds_entity_t tp, ep, t_credit, credit_ep, ws, guard, rc, sc;
+    dds_entity_t tp, ep, t_credit, credit_ep, ws, guard;
     pthread_t thread;
     bool thread_started;
     atomic_bool stop;
-    /* bridge-out: the readers' workers and their credits (under wmu, but
-     * `lost` under c->mu) */
-    pthread_mutex_t wmu;
+    /* bridge-out: the readers' workers (set at init) and their credits:
+     * taken and known written under cmu (the credit listener, the thread),
+     * lost under c->mu, read by anyone; sent, shed, held under wmu */
+    pthread_mutex_t wmu, cmu;
     size_t n_readers;
     char readers[MAX_READERS][128];
-    uint64_t taken[MAX_READERS];
-    bool known[MAX_READERS], lost[MAX_READERS];
+    _Atomic uint64_t taken[MAX_READERS];
+    atomic_bool known[MAX_READERS], lost[MAX_READERS];
+    atomic_uint matched;     /* readers matched, as the thread last read it */
+    atomic_bool want_credit; /* the hook or the thread stopped for credit */
     uint64_t sent, shed;
-    uint64_t budget; /* capsules that may go before credits are read again */
-    unsigned fast;   /* of which the producer's thread may write */
-    zf_data *held;   /* taken by the hook, for the thread to write */
-    unsigned hooks;  /* hooks running (under c->mu) */
+    zf_data *held;  /* taken by the hook, for the thread to write */
+    out_slot *slot; /* what the input link's hook is given */
     /* bridge-in: the writer's worker; delivery (under rmu) */
     char peer[128];
     bool peer_lost; /* under c->mu */
@@ -110,8 +119,10 @@ void zfi_bridges_worker_lost(zf_cluster *c, const char *worker)
         bool hit = false;
         if (b->out) {
             for (size_t i = 0; i < b->n_readers; i++)
-                if (!strcmp(b->readers[i], worker))
-                    hit = b->lost[i] = true;
+                if (!strcmp(b->readers[i], worker)) {
+                    atomic_store(&b->lost[i], true);
+                    hit = true;
+                }
         } else if (!strcmp(b->peer, worker)) {
             hit = b->peer_lost = true;
         }
@@ -143,80 +154,102 @@ static dds_qos_t *credit_qos(void)
 
 /* ---- bridge-out ---- */
 
+/* Record what the credit reader holds (the listener, and the thread in
+ * case a credit came before the listener was set): each reader's count
+ * only grows. Never waits for anything but cmu. */
 static void take_credits(zfi_bridge *b)
 {
+    pthread_mutex_lock(&b->cmu);
     for (;;) {
         void *buf[8] = {NULL};
         dds_sample_info_t si[8];
         int n = dds_take(b->credit_ep, buf, si, 8, 8);
         if (n <= 0)
-            return;
+            break;
         for (int i = 0; i < n; i++) {
             const zfi_msg_credit *m = buf[i];
             if (!si[i].valid_data)
                 continue;
             for (size_t r = 0; r < b->n_readers; r++)
                 if (!strcmp(b->readers[r], m->reader)) {
-                    if (m->taken > b->taken[r] || !b->known[r])
-                        b->taken[r] = m->taken;
-                    b->known[r] = true;
+                    if (m->taken > atomic_load(&b->taken[r]) || !atomic_load(&b->known[r]))
+                        atomic_store(&b->taken[r], m->taken);
+                    atomic_store(&b->known[r], true);
                 }
         }
         dds_return_loan(b->credit_ep, buf, n);
     }
+    pthread_mutex_unlock(&b->cmu);
 }
 
-typedef enum { CREDIT_WAIT, CREDIT_SEND, CREDIT_SHED } credit_state;
-
-/* Whether the next capsule may go: every live reader known and matched, and
- * under its window (b->budget: how many more may go); no live reader left:
- * shed. Under wmu. */
-static credit_state credit(zfi_bridge *b)
+/* Cyclone's listener on the credit reader, on the thread that received the
+ * credit: record it; wake the endpoint thread only if someone stopped for
+ * want of credit (the stopper raises want_credit, then looks at the
+ * credits again: one of the two sees the other). */
+static void out_on_credit(dds_entity_t rd, void *arg)
 {
-    b->budget = 0;
-    /* Read (and so reset) the match status first: its condition stays
-     * triggered until read, and the wait below would spin. */
-    dds_publication_matched_status_t st;
-    if (dds_get_publication_matched_status(b->ep, &st) != DDS_RETCODE_OK)
-        st.current_count = 0;
-    pthread_mutex_lock(&b->c->mu);
-    bool lost[MAX_READERS];
-    memcpy(lost, b->lost, sizeof lost);
-    pthread_mutex_unlock(&b->c->mu);
+    zfi_bridge *b = arg;
+    (void)rd;
+    take_credits(b);
+    if (atomic_exchange(&b->want_credit, false))
+        dds_set_guardcondition(b->guard, true);
+}
+
+typedef enum { CREDIT_WAIT, CREDIT_MATCH, CREDIT_SEND, CREDIT_SHED } credit_state;
+
+/* Whether the next capsule may go: every live reader known, under its
+ * window and matched (CREDIT_SEND, *window: how many more may go, >= 1);
+ * waiting for a credit (CREDIT_WAIT) or a match (CREDIT_MATCH); no live
+ * reader left: shed. Under wmu (sent); lock-free otherwise. `log`: say what
+ * it waits for (the thread). */
+static credit_state credit(zfi_bridge *b, uint64_t *window, bool log)
+{
     size_t live = 0;
-    uint64_t window = UINT64_MAX;
+    uint64_t win = UINT64_MAX;
     for (size_t r = 0; r < b->n_readers; r++) {
-        if (lost[r])
+        if (atomic_load(&b->lost[r]))
             continue;
         live++;
-        if (!b->known[r] || b->sent - b->taken[r] >= b->capacity) {
-            zfi_log(ZF_LOG_TRACE, "cluster", "%s: waiting for %s of '%s'", b->topic,
-                    b->known[r] ? "credit" : "the first credit", b->readers[r]);
+        bool known = atomic_load(&b->known[r]);
+        uint64_t taken = atomic_load(&b->taken[r]);
+        if (!known || b->sent - taken >= b->capacity) {
+            if (log)
+                zfi_log(ZF_LOG_TRACE, "cluster", "%s: waiting for %s of '%s'", b->topic,
+                        known ? "credit" : "the first credit", b->readers[r]);
             return CREDIT_WAIT;
         }
-        if (b->capacity - (b->sent - b->taken[r]) < window)
-            window = b->capacity - (b->sent - b->taken[r]);
+        if (b->capacity - (b->sent - taken) < win)
+            win = b->capacity - (b->sent - taken);
     }
     if (!live)
         return CREDIT_SHED;
-    if (st.current_count < live) {
-        zfi_log(ZF_LOG_TRACE, "cluster", "%s: %u of %zu readers matched", b->topic,
-                st.current_count, live);
-        return CREDIT_WAIT;
+    unsigned matched = atomic_load(&b->matched);
+    if (matched < live) {
+        if (log)
+            zfi_log(ZF_LOG_TRACE, "cluster", "%s: %u of %zu readers matched", b->topic, matched,
+                    live);
+        return CREDIT_MATCH;
     }
-    b->budget = window;
-    b->fast = window < FAST_WINDOW ? (unsigned)window : FAST_WINDOW;
+    *window = win;
     return CREDIT_SEND;
 }
 
-/* Write capsule d (consumed). Under wmu, with budget. */
+/* credit(), and when it is CREDIT_WAIT, once more after raising
+ * want_credit, so that the next credit wakes the endpoint thread. */
+static credit_state credit_or_ask(zfi_bridge *b, uint64_t *window, bool log)
+{
+    credit_state cs = credit(b, window, false);
+    if (cs != CREDIT_WAIT)
+        return cs;
+    atomic_store(&b->want_credit, true);
+    return credit(b, window, log);
+}
+
+/* Write capsule d (consumed). Under wmu, with credit. */
 static void out_write(zfi_bridge *b, zf_data *d)
 {
     struct ddsi_serdata *sd = zfi_capsule_serdata(b->st, d, 0);
     dds_return_t r = sd ? dds_writecdr(b->ep, sd) : DDS_RETCODE_OUT_OF_RESOURCES;
-    b->budget--;
-    if (b->fast)
-        b->fast--;
     if (r == DDS_RETCODE_OK)
         b->sent++;
     else
@@ -230,11 +263,18 @@ static void out_write(zfi_bridge *b, zf_data *d)
 static bool out_step(zfi_bridge *b, bool *warned_shed)
 {
     take_credits(b);
-    credit_state cs = credit(b);
+    /* Read (and so reset) the match status: its condition stays triggered
+     * until read, and the wait would spin. The hook uses this count. */
+    dds_publication_matched_status_t st;
+    if (dds_get_publication_matched_status(b->ep, &st) != DDS_RETCODE_OK)
+        st.current_count = 0;
+    atomic_store(&b->matched, st.current_count);
     zf_link *in = zfi_node_input(b->n, 0);
     for (;;) {
-        if (cs == CREDIT_WAIT || (cs == CREDIT_SEND && !b->budget))
-            return false; /* a credit or a match wakes the thread */
+        uint64_t window = 0;
+        credit_state cs = credit_or_ask(b, &window, true);
+        if (cs == CREDIT_WAIT || cs == CREDIT_MATCH)
+            return false; /* a credit (want_credit) or a match wakes the thread */
         zf_data *d = b->held;
         b->held = NULL;
         zf_err e = d ? ZF_OK : zf_link_try_pop(in, &d);
@@ -284,48 +324,100 @@ static void *out_main(void *arg)
     return NULL;
 }
 
-/* The producer's thread, after a push into the input link (or its close):
- * write the capsule here when the credits and its size allow, else leave
- * it to the endpoint thread and wake that. arg: the bridge's node, which
- * lives as long as the link; the bridge is looked up, so a late call after
- * its fini finds nothing. */
-static void out_on_data(void *arg)
+/* What the input link's hook is given: a slot naming its bridge and
+ * counting the hooks inside it. The link may call its hook after the
+ * bridge's fini (a producer on a thread of its own, a push into the closed
+ * link), so the bridge is not the hook's argument: bridge_free empties the
+ * slot and waits for the hooks inside to leave; slots are kept for reuse
+ * and never freed (a late call through a reused slot runs the fast path of
+ * the slot's new bridge, on that bridge's own link: harmless). */
+struct out_slot {
+    _Atomic(zfi_bridge *) b;
+    atomic_uint users;
+    out_slot *next_free;
+};
+static pthread_mutex_t slots_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t slots_cv = PTHREAD_COND_INITIALIZER;
+static out_slot *slots_free;
+
+static out_slot *slot_get(zfi_bridge *b)
 {
-    zf_cluster *c = zfi_cluster_get();
-    if (!c)
+    pthread_mutex_lock(&slots_mu);
+    out_slot *s = slots_free;
+    if (s)
+        slots_free = s->next_free;
+    pthread_mutex_unlock(&slots_mu);
+    if (!s)
+        s = zfi_calloc(1, sizeof *s);
+    if (s)
+        atomic_store(&s->b, b);
+    return s;
+}
+
+/* Empty the slot, wait for the hooks inside it, keep it for reuse. */
+static void slot_put(out_slot *s)
+{
+    atomic_store(&s->b, NULL);
+    pthread_mutex_lock(&slots_mu);
+    while (atomic_load(&s->users))
+        pthread_cond_wait(&slots_cv, &slots_mu);
+    s->next_free = slots_free;
+    slots_free = s;
+    pthread_mutex_unlock(&slots_mu);
+}
+
+/* The fast path: write what the link holds while the credits allow and the
+ * capsules fit a datagram; leave the rest to the endpoint thread, waking it
+ * unless only credit is missing (then the credit listener wakes it). */
+static void out_fast(zfi_bridge *b)
+{
+    if (pthread_mutex_trylock(&b->wmu) != 0) {
+        dds_set_guardcondition(b->guard, true); /* the thread is in: it looks again */
         return;
-    pthread_mutex_lock(&c->mu);
-    zfi_bridge *b = c->bridges;
-    while (b && !(b->out && b->n == arg))
-        b = b->next;
-    if (b)
-        b->hooks++;
-    pthread_mutex_unlock(&c->mu);
-    if (!b)
-        return;
+    }
+    zf_link *in = zfi_node_input(b->n, 0);
+    uint64_t window = 0;
     bool wake = true;
-    if (!atomic_load(&b->stop) && pthread_mutex_trylock(&b->wmu) == 0) {
-        zf_link *in = zfi_node_input(b->n, 0);
-        while (!b->held && b->budget && b->fast) {
-            zf_data *d = NULL;
-            zf_err e = zf_link_try_pop(in, &d);
-            if (e != ZF_OK || !d) {
-                wake = e == ZF_ECLOSED; /* end of stream: the thread's */
+    while (!b->held) {
+        if (!window) {
+            credit_state cs = credit_or_ask(b, &window, false);
+            if (cs != CREDIT_SEND) {
+                wake = cs != CREDIT_WAIT;
                 break;
             }
-            if (zf_data_len(d) > FAST_MAX)
-                b->held = d; /* may wait for acks: not on a worker */
-            else
-                out_write(b, d);
         }
-        pthread_mutex_unlock(&b->wmu);
+        zf_data *d = NULL;
+        zf_err e = zf_link_try_pop(in, &d);
+        if (e != ZF_OK || !d) {
+            wake = e == ZF_ECLOSED; /* end of stream: the thread's */
+            break;
+        }
+        if (zf_data_len(d) > FAST_MAX) {
+            b->held = d; /* may wait for acks: not on a worker */
+            break;
+        }
+        out_write(b, d);
+        window--;
     }
+    pthread_mutex_unlock(&b->wmu);
     if (wake)
         dds_set_guardcondition(b->guard, true);
-    pthread_mutex_lock(&c->mu);
-    if (--b->hooks == 0 && atomic_load(&b->stop))
-        pthread_cond_broadcast(&c->cv); /* bridge_free waits for it */
-    pthread_mutex_unlock(&c->mu);
+}
+
+/* The producer's thread, after a push into the input link (or its close).
+ * arg: the bridge's slot. */
+static void out_on_data(void *arg)
+{
+    out_slot *s = arg;
+    atomic_fetch_add(&s->users, 1);
+    zfi_bridge *b = atomic_load(&s->b);
+    if (b && !atomic_load(&b->stop))
+        out_fast(b);
+    if (atomic_fetch_sub(&s->users, 1) == 1 && !atomic_load(&s->b)) {
+        pthread_mutex_lock(&slots_mu); /* slot_put may wait for this one */
+        pthread_cond_broadcast(&slots_cv);
+        pthread_mutex_unlock(&slots_mu);
+    }
 }
 
 /* ---- bridge-in ---- */
@@ -480,6 +572,8 @@ static void bridge_free(zfi_bridge *b)
     atomic_store(&b->stop, true);
     if (!b->out && b->ep > 0)
         dds_set_listener(b->ep, NULL); /* returns once no callback runs */
+    if (b->out && b->credit_ep > 0)
+        dds_set_listener(b->credit_ep, NULL);
     if (b->thread_started) {
         dds_set_guardcondition(b->guard, true);
         if (b->out)
@@ -488,26 +582,24 @@ static void bridge_free(zfi_bridge *b)
             zfi_node_end_outputs(b->n, false); /* wakes a send into a full link */
         pthread_join(b->thread, NULL);
     }
-    if (b->c) {
+    if (b->c)
         registry_remove(b->c, b);
-        pthread_mutex_lock(&b->c->mu); /* a hook still running finishes */
-        while (b->hooks)
-            pthread_cond_wait(&b->c->cv, &b->c->mu);
-        pthread_mutex_unlock(&b->c->mu);
-    }
+    if (b->slot)
+        slot_put(b->slot); /* a hook still running finishes */
     if (b->held)
         zf_data_unref(b->held);
     for (size_t i = b->i_pend; i < b->n_pend; i++)
         zf_data_unref(b->pend[i]);
     /* Every entity of the link: the endpoints first (a writer drops the
      * capsules its history holds), then the topics. */
-    dds_entity_t es[] = {b->rc, b->sc, b->guard, b->ws, b->ep, b->credit_ep, b->tp, b->t_credit};
+    dds_entity_t es[] = {b->guard, b->ws, b->ep, b->credit_ep, b->tp, b->t_credit};
     for (size_t i = 0; i < sizeof es / sizeof es[0]; i++)
         if (es[i] > 0)
             dds_delete(es[i]);
     if (b->st && b->tp <= 0)
         ddsi_sertype_unref(b->st); /* never taken by a topic */
     pthread_mutex_destroy(&b->wmu);
+    pthread_mutex_destroy(&b->cmu);
     pthread_mutex_destroy(&b->rmu);
     free(b);
 }
@@ -525,6 +617,7 @@ static zf_err bridge_init(zf_node *n, void **state, bool out)
     b->n = n;
     b->out = out;
     pthread_mutex_init(&b->wmu, NULL);
+    pthread_mutex_init(&b->cmu, NULL);
     pthread_mutex_init(&b->rmu, NULL);
     const zf_config *cfg = zf_node_config(n);
     const char *topic = NULL, *type = NULL, *peer = NULL;
@@ -534,6 +627,7 @@ static zf_err bridge_init(zf_node *n, void **state, bool out)
         zf_config_string(cfg, "writer", "", &peer) != ZF_OK ||
         zf_config_int(cfg, "capacity", 16, &cap) != ZF_OK || !topic) {
         pthread_mutex_destroy(&b->wmu);
+        pthread_mutex_destroy(&b->cmu);
         pthread_mutex_destroy(&b->rmu);
         free(b);
         zf_node_set_error(n,
@@ -577,13 +671,10 @@ static zf_err bridge_init(zf_node *n, void **state, bool out)
     what = "waitset";
     b->ws = dds_create_waitset(c->pp);
     b->guard = dds_create_guardcondition(c->pp);
-    /* the writer waits for credits (and the guard); the reader's samples go
-     * to its listener, and its thread waits for the guard only */
-    if (out)
-        b->rc = dds_create_readcondition(b->credit_ep, DDS_ANY_STATE);
-    if (b->ws <= 0 || b->guard <= 0 || (out && b->rc <= 0) ||
-        dds_waitset_attach(b->ws, b->guard, 0) < 0 ||
-        (out && dds_waitset_attach(b->ws, b->rc, 0) < 0))
+    /* the writer's thread waits for the guard (set by the credit listener,
+     * the hook, a lost worker) and the match status; the reader's samples
+     * go to its listener, and its thread waits for the guard only */
+    if (b->ws <= 0 || b->guard <= 0 || dds_waitset_attach(b->ws, b->guard, 0) < 0)
         goto fail;
     if (out) {
         if (dds_set_status_mask(b->ep, DDS_PUBLICATION_MATCHED_STATUS) < 0 ||
@@ -593,7 +684,18 @@ static zf_err bridge_init(zf_node *n, void **state, bool out)
     b->c = c;
     registry_add(c, b);
     if (out) {
-        zfi_link_on_data(zfi_node_input(n, 0), out_on_data, n);
+        b->slot = slot_get(b);
+        dds_listener_t *l = b->slot ? dds_create_listener(b) : NULL;
+        if (l)
+            dds_lset_data_available(l, out_on_credit);
+        dds_return_t lr = l ? dds_set_listener(b->credit_ep, l) : DDS_RETCODE_OUT_OF_RESOURCES;
+        if (l)
+            dds_delete_listener(l);
+        if (lr < 0) {
+            what = "credit listener";
+            goto fail;
+        }
+        zfi_link_on_data(zfi_node_input(n, 0), out_on_data, b->slot);
     } else {
         /* before the first credit: no sample comes sooner */
         dds_listener_t *l = dds_create_listener(b);
