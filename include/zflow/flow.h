@@ -144,9 +144,9 @@ typedef struct zf_abandoned_thread {
     uint64_t since_ns;         /**< zf_clock_ns when it was abandoned */
 } zf_abandoned_thread;
 
-/** Every thread abandoned so far, oldest first: *out is one array the
- *  caller owns (zf_free; the strings live in the runtime, valid until
- *  zf_runtime_destroy), *n its length (0 and NULL when none). Errors:
+/** Every thread abandoned so far and still away, oldest first: *out is one
+ *  array the caller owns (zf_free; its strings are in the same allocation,
+ *  valid until then), *n its length (0 and NULL when none). Errors:
  *  ZF_EINVAL (NULL argument), ZF_ENOMEM. */
 ZF_EXPORT ZF_NODISCARD zf_err zf_runtime_abandoned(zf_runtime *rt, zf_abandoned_thread **out,
                                                    size_t *n);

@@ -124,42 +124,35 @@ void zfi_node_finish(zf_node *n)
 
 /* ---- the abandoned threads ---- */
 
-/* An entry for n, or NULL; rt->mu held. The one listing thread tid
- * (returned false), or (returned true) one whose thread came back, left
- * in `in`: entries are never freed before the runtime (the strings
- * zf_runtime_abandoned hands out point into them), so a node that hangs
- * and comes back again and again reuses its entry. */
-static zfi_abandoned *abandoned_find(zf_runtime *rt, const zf_node *n, int tid, bool returned,
-                                     const char *in)
+/* The entry listing thread tid for n, or NULL; rt->mu held. */
+static zfi_abandoned **abandoned_find(zf_runtime *rt, const zf_node *n, int tid)
 {
-    for (zfi_abandoned *a = rt->abandoned; a; a = a->next)
-        if (a->returned == returned && (returned ? !strcmp(a->in, in) : a->tid == tid) &&
-            !strcmp(a->instance, n->inst->uuid) && !strcmp(a->node, n->desc->id))
-            return a;
+    for (zfi_abandoned **p = &rt->abandoned; *p; p = &(*p)->next)
+        if ((*p)->tid == tid && !strcmp((*p)->instance, n->inst->uuid) &&
+            !strcmp((*p)->node, n->desc->id))
+            return p;
     return NULL;
 }
 
 /* rt->mu held. A thread already listed for n (the watchdog recorded a
- * hung callback, then stop abandoned it) is listed once. */
+ * hung callback, then stop abandoned it) is listed once. The newest is
+ * first. */
 void zfi_abandoned_add_locked(zf_node *n, const char *in, int tid)
 {
     zf_runtime *rt = n->inst->rt;
-    if (tid && abandoned_find(rt, n, tid, false, in))
+    if (tid && abandoned_find(rt, n, tid))
         return;
-    zfi_abandoned *a = abandoned_find(rt, n, tid, true, in);
-    if (!a) {
-        if (!(a = zfi_calloc(1, sizeof *a)))
-            return;
-        snprintf(a->node, sizeof a->node, "%s", n->desc->id);
-        snprintf(a->instance, sizeof a->instance, "%s", n->inst->uuid);
-        snprintf(a->name, sizeof a->name, "%s", n->inst->name ? n->inst->name : "");
-        snprintf(a->in, sizeof a->in, "%s", in);
-        a->next = rt->abandoned;
-        rt->abandoned = a;
-    }
+    zfi_abandoned *a = zfi_calloc(1, sizeof *a);
+    if (!a)
+        return;
+    snprintf(a->node, sizeof a->node, "%s", n->desc->id);
+    snprintf(a->instance, sizeof a->instance, "%s", n->inst->uuid);
+    snprintf(a->name, sizeof a->name, "%s", n->inst->name ? n->inst->name : "");
+    snprintf(a->in, sizeof a->in, "%s", in);
     a->tid = tid;
     a->since_ns = zf_clock_ns();
-    a->returned = false;
+    a->next = rt->abandoned;
+    rt->abandoned = a;
 }
 
 void zfi_abandoned_add(zf_node *n, const char *in, int tid)
@@ -170,13 +163,19 @@ void zfi_abandoned_add(zf_node *n, const char *in, int tid)
     pthread_mutex_unlock(&rt->mu);
 }
 
+/* Thread tid came back: no longer listed (freed: zf_runtime_abandoned
+ * copies what it hands out, so a node that hangs and returns again and
+ * again does not grow the list). */
 void zfi_abandoned_drop(zf_node *n, int tid)
 {
     zf_runtime *rt = n->inst->rt;
     pthread_mutex_lock(&rt->mu);
-    zfi_abandoned *a = abandoned_find(rt, n, tid, false, NULL);
-    if (a)
-        a->returned = true; /* no longer listed */
+    zfi_abandoned **p = abandoned_find(rt, n, tid);
+    if (p) {
+        zfi_abandoned *a = *p;
+        *p = a->next;
+        free(a);
+    }
     pthread_mutex_unlock(&rt->mu);
 }
 
@@ -200,24 +199,27 @@ zf_err zf_runtime_abandoned(zf_runtime *rt, zf_abandoned_thread **out, size_t *n
     pthread_mutex_lock(&rt->mu);
     size_t count = 0;
     for (zfi_abandoned *a = rt->abandoned; a; a = a->next)
-        count += !a->returned;
-    zf_abandoned_thread *v = count ? zfi_calloc(count, sizeof *v) : NULL;
+        count++;
+    /* One allocation: the array, then a copy of each entry (its strings). */
+    zf_abandoned_thread *v =
+        count ? zfi_calloc(1, count * (sizeof *v + sizeof(zfi_abandoned))) : NULL;
     if (count && !v) {
         pthread_mutex_unlock(&rt->mu);
         return zfi_error(ZF_ENOMEM, "out of memory");
     }
+    zfi_abandoned *copies = (zfi_abandoned *)(void *)(v + count);
     size_t i = count;
     for (zfi_abandoned *a = rt->abandoned; a; a = a->next) {
-        if (a->returned)
-            continue;
-        zf_abandoned_thread *t = &v[--i]; /* oldest first */
-        t->node = a->node;
-        t->instance = a->instance;
-        t->instance_name = a->name;
-        t->in = a->in;
-        t->tid = a->tid;
-        t->since_ns = a->since_ns;
-        t->alive = thread_cpu(a->tid, &t->cpu_ns);
+        zfi_abandoned *c = &copies[--i];
+        *c = *a;
+        zf_abandoned_thread *t = &v[i]; /* oldest first */
+        t->node = c->node;
+        t->instance = c->instance;
+        t->instance_name = c->name;
+        t->in = c->in;
+        t->tid = c->tid;
+        t->since_ns = c->since_ns;
+        t->alive = thread_cpu(c->tid, &t->cpu_ns);
     }
     pthread_mutex_unlock(&rt->mu);
     *out = v;

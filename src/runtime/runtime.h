@@ -353,7 +353,6 @@ typedef struct zfi_abandoned {
     char node[128], instance[37], name[128], in[16];
     int tid;
     uint64_t since_ns;
-    bool returned; /* its thread came back (a hung callback): not listed */
     struct zfi_abandoned *next;
 } zfi_abandoned;
 /* Run n's init (fini false; its state is stored in n->state) or fini on a
