@@ -48,7 +48,9 @@ _Static_assert(ZFI_MAX_PORTS + 1 < (1u << ZFI_OWNER_PORT_BITS), "a port fits the
 static void wake_one(zf_runtime *rt)
 {
     atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load(&rt->spinning) || atomic_load(&rt->woken) || !atomic_load(&rt->q_evc.waiters))
+    /* (waiters without its ZFI_EVC_WOKEN flag: the count of sleepers) */
+    if (atomic_load(&rt->spinning) || atomic_load(&rt->woken) ||
+        !(atomic_load(&rt->q_evc.waiters) & ~ZFI_EVC_WOKEN))
         return;
     atomic_store(&rt->woken, 1);
     zfi_evc_notify_one(&rt->q_evc);
