@@ -251,9 +251,13 @@ static inline void prefetch_next(zf_link *l, uint64_t pos)
         return;
     zfi_handle h = atomic_load_explicit(&c->h, memory_order_relaxed);
     if (!(h & (ZFI_HANDLE_LOCAL | ZFI_HANDLE_LARGE))) {
-        zf_data *d = zfi_handle_data(h);
-        if (d)
-            zfi_prefetch_w(d); /* read now, written at its release */
+        /* The address unchecked (zfi_handle_data checks it when the cell
+         * is taken): a prefetch never faults, and the slot is masked into
+         * the table. */
+        uintptr_t arena = (uintptr_t)atomic_load_explicit(
+            &zfi_pool_slots[(h >> ZFI_HANDLE_SLOT_SHIFT) & (ZFI_MAX_POOLS - 1)].arena,
+            memory_order_relaxed);
+        zfi_prefetch_w((const void *)(arena + ((h & (ZFI_HANDLE_LARGE - 1)) - 1) * ZFI_HDR_SIZE));
     }
 }
 
@@ -468,7 +472,7 @@ static bool low_water(zf_link *l)
 
 /* After a take (or a drop from the head): wake a waiting thread, and the
  * parked producer node once the link is down to its low water. */
-static inline void after_take(zf_link *l)
+static inline __attribute__((always_inline)) void after_take(zf_link *l)
 {
     zfi_evc_notify(&l->room_evc);
     if (ZFI_UNLIKELY(atomic_load_explicit(&l->room_wanted, memory_order_seq_cst)) &&
@@ -605,8 +609,8 @@ closed:
 
 /* The common case inline: open, no spill list, clearly under capacity, no
  * byte limit, a free cell. Anything else takes push_slow. */
-static inline zf_err push(zf_link *l, zf_data **d, enum push_mode mode, int64_t timeout_ns,
-                          bool own, bool *park)
+static inline __attribute__((always_inline)) zf_err
+push(zf_link *l, zf_data **d, enum push_mode mode, int64_t timeout_ns, bool own, bool *park)
 {
     if (ZFI_UNLIKELY(!l || !d || !*d))
         return zfi_error(ZF_EINVAL, "zf_link_push: NULL %s", !l ? "link" : "capsule");
