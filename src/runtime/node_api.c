@@ -7,7 +7,8 @@
 
 #define DEFAULT_SEND_TIMEOUT_NS 1000000000LL
 
-static zf_err send(zf_node *n, unsigned port, zf_data **d, bool try_only, int64_t timeout_ns)
+static inline __attribute__((always_inline)) zf_err send(zf_node *n, unsigned port, zf_data **d,
+                                                         bool try_only, int64_t timeout_ns)
 {
     if (n && n->host) /* in a node host: across the process boundary */
         return zfi_host_send(n, port, d, try_only);
@@ -38,7 +39,8 @@ static zf_err send(zf_node *n, unsigned port, zf_data **d, bool try_only, int64_
     /* Stamped when first sent (allocation reads no clock); numbered per
      * port. Only a unique capsule's header may be written. */
     zf_data *c = *d;
-    if ((c->seq == 0 || c->ts == 0) && zf_data_is_unique(c)) {
+    if ((c->seq == 0 || c->ts == 0) &&
+        atomic_load_explicit(&c->refs, memory_order_acquire) == 1) { /* (checked above) */
         if (c->seq == 0)
             c->seq = ++out->seq;
         if (c->ts == 0)

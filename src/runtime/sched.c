@@ -296,7 +296,8 @@ enum step_result { STEP_OK, STEP_ABANDONED, STEP_RETIRE };
 
 /* Run one callback with the node's context. Returns STEP_ABANDONED when the
  * node was abandoned while inside it: the worker must touch nothing else. */
-static enum step_result call(zf_node *n, unsigned port, zf_data **d, uint64_t *now)
+static inline __attribute__((always_inline)) enum step_result call(zf_node *n, unsigned port,
+                                                                   zf_data **d, uint64_t *now)
 {
     zfi_ctx saved = zfi_node_enter(n);
     zfi_tls_node = n;
