@@ -55,6 +55,7 @@
 #define ZFI_LINK_BURST    32u
 #define ZFI_LINK_HW_EVERY 16u
 #define MAX_DROPS         16u
+#define FLUSH_WAIT_NS     10000000u /* a flush's wait for a reserved cell */
 
 /* Set in tail by close (under spill_mu): no cell is reserved after it, so
  * a consumer that sees it, then tail equal to head, has seen the last
@@ -867,15 +868,56 @@ bool zfi_link_want_room(zf_link *l)
     return false;
 }
 
+/* Whether the head cell is published (the spill list aside). */
+static bool head_published(zf_link *l)
+{
+    uint64_t pos = atomic_load_explicit(&l->head, memory_order_seq_cst);
+    return atomic_load_explicit(&l->cells[pos & l->mask].seq, memory_order_seq_cst) == pos + 1;
+}
+
+/* A producer reserved the head cell and has not published it (tail is past
+ * head): wait for the publication, on the eventcount every push notifies,
+ * until `deadline`. False when nothing is reserved or the time is up. */
+static bool wait_reserved(zf_link *l, uint64_t deadline)
+{
+    for (;;) {
+        if (head_published(l))
+            return true;
+        if (tail_pos(l) == atomic_load_explicit(&l->head, memory_order_seq_cst))
+            return false; /* empty: nothing reserved */
+        uint64_t now = zf_clock_ns();
+        if (now >= deadline)
+            return false;
+        uint32_t key = zfi_evc_prepare(&l->data_evc);
+        if (head_published(l) ||
+            tail_pos(l) == atomic_load_explicit(&l->head, memory_order_seq_cst))
+            zfi_evc_cancel(&l->data_evc);
+        else
+            zfi_evc_wait(&l->data_evc, key, (int64_t)(deadline - now));
+    }
+}
+
 /* Drop queued capsules from the head (all of them, or down to capacity);
- * returns how many. */
+ * returns how many. Dropping all, a cell a producer has reserved and not
+ * published yet (between its two stores, or preempted there) is waited
+ * for, FLUSH_WAIT_NS at most over the whole flush, so what is behind it
+ * goes too; past that (a producer thread stopped between its claim and its
+ * publication) the flush ends at that cell and the rest stays in the link,
+ * where the stop report counts it as leaked. */
 static size_t drop_queued(zf_link *l, bool all)
 {
     size_t n = 0;
+    uint64_t deadline = 0;
     for (;;) {
         if (!all && depth_now(l) <= l->capacity)
             break;
         zf_data *d = take_any(l);
+        if (!d && all) {
+            if (!deadline)
+                deadline = zf_clock_ns() + FLUSH_WAIT_NS;
+            if (wait_reserved(l, deadline))
+                continue;
+        }
         if (!d)
             break;
         atomic_fetch_add_explicit(&l->dropped, 1, memory_order_relaxed);
