@@ -58,6 +58,7 @@ typedef struct zfi_host {
     zf_node node;
     size_t *out_ring; /* library output index -> ring (descriptor order) */
     bool fini_asked;
+    atomic_bool woken; /* zf_node_wake since the source's last produce */
 } zfi_host;
 
 static zfi_host H;
@@ -516,6 +517,18 @@ static bool stop_or_msg(void *arg)
                0;
 }
 
+static bool woken_or_stop(void *arg)
+{
+    return atomic_load_explicit(&H.woken, memory_order_acquire) || stop_or_msg(arg);
+}
+
+void zfi_host_wake(zf_node *n)
+{
+    (void)n; /* the host's one node */
+    atomic_store_explicit(&H.woken, true, memory_order_seq_cst);
+    zfi_evc_notify_shared(&H.m.ctl->to_child);
+}
+
 static bool started_or_msg(void *arg)
 {
     (void)arg;
@@ -528,7 +541,7 @@ static void source_loop(void)
     zf_node *n = &H.node;
     int64_t backoff = 0;
     uint64_t next = 0;
-    bool started_once = false;
+    bool started_once = false, waits = false;
     for (;;) {
         catch_up();
         if (H.fini_asked)
@@ -564,17 +577,26 @@ static void source_loop(void)
             next += (uint64_t)n->desc->period_ns;
             if (next < now)
                 next = now; /* fell behind: no burst to catch up */
+        } else if (waits) {
+            /* produce said ZF_EAGAIN: until zf_node_wake (at most 10 ms) */
+            wait_child(woken_or_stop, NULL, MAX_BACKOFF_NS, NULL);
         } else if (backoff) {
             wait_child(stop_or_msg, NULL, backoff, NULL);
         }
         uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed);
         n->error_msg[0] = '\0';
+        atomic_store_explicit(&H.woken, false, memory_order_seq_cst);
         busy(true);
         zf_err e = n->decl->produce(n->state, n);
         busy(false);
+        waits = e == ZF_EAGAIN && n->desc->period_ns <= 0;
+        if (e == ZF_EAGAIN)
+            e = ZF_OK; /* nothing to send until an event: not an error */
         if (e != ZF_OK && !(e == ZF_ECLOSED && (flags & ZFI_RT_STOP)))
             report_error(e, "produce");
-        if (n->desc->period_ns <= 0) {
+        if (waits)
+            backoff = 0;
+        else if (n->desc->period_ns <= 0) {
             if (atomic_load_explicit(&n->sent, memory_order_relaxed) == sent)
                 backoff = backoff ? (backoff * 2 > MAX_BACKOFF_NS ? MAX_BACKOFF_NS : backoff * 2)
                                   : 100000;
