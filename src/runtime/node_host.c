@@ -348,6 +348,31 @@ zf_err zfi_host_alloc(zf_node *n, size_t len, zf_data **out)
     return e;
 }
 
+/* Whether a worker still spinning takes the cell at `pos` - 1 within
+ * BELL_GRACE_NS: a worker sleeps (bell_wanted), but another may be looking
+ * at the ring (lockstep: the one that wrote the input). Waking the sleeper
+ * too would cost a system call here and a thread competing for the CPUs
+ * (2 vCPUs: the child, the looking worker, the woken one) for a cell
+ * already taken. Only for a lone cell (sparse traffic, the child has
+ * nothing else to do); a burst rings at once. */
+#define BELL_GRACE_NS 2000u
+static bool taken_soon(zfi_ring *r, uint64_t pos)
+{
+    uint64_t t0 = 0;
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(&r->s->head, memory_order_acquire) - pos < (1ull << 63))
+            return true; /* head >= pos (a scribbled head only rings or not: harmless) */
+        if ((i & 15) == 0) {
+            uint64_t now = zf_clock_ns();
+            if (!t0)
+                t0 = now;
+            else if (now - t0 > BELL_GRACE_NS)
+                return false;
+        }
+        zfi_cpu_relax();
+    }
+}
+
 zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
 {
     if (!d || !*d)
@@ -390,12 +415,15 @@ zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
     bool keep = zf_data_refcount(c) > 1;
     pthread_mutex_lock(&H.mu);
     push(r, h, (c->len & ZFI_CELL_LEN_MASK) | (keep ? ZFI_CELL_KEEP : 0));
+    uint64_t mine = r->pos;             /* taken once the head reaches it */
+    bool alone = r->seen + 1 == r->pos; /* the ring was empty (as last seen) */
     pthread_mutex_unlock(&H.mu);
     /* Idle workers of the runtime take it (the proxy thread then sleeps on) */
     if (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_relaxed) & ZFI_RT_BELL) {
         /* (the tail's seq_cst store, then this seq_cst load: a worker that
          * announced itself before it checked the ring is seen) */
-        if (atomic_load_explicit(&H.m.ctl->rt.bell_wanted, memory_order_seq_cst))
+        if (atomic_load_explicit(&H.m.ctl->rt.bell_wanted, memory_order_seq_cst) &&
+            !(alone && taken_soon(r, mine)))
             zfi_evc_kick_shared(&H.m.ctl->to_workers);
     } else
         zfi_evc_notify_shared(&H.m.ctl->to_rt);
