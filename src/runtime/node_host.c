@@ -348,13 +348,23 @@ zf_err zfi_host_alloc(zf_node *n, size_t len, zf_data **out)
     return e;
 }
 
+/* An input waits (the child has work: it does not linger). */
+static bool input_waiting(void)
+{
+    for (size_t i = 0; i < H.m.n_in; i++)
+        if (zfi_ring_ready(&H.m.in[i]))
+            return true;
+    return false;
+}
+
 /* Whether a worker still spinning takes the cell at `pos` - 1 within
  * BELL_GRACE_NS: a worker sleeps (bell_wanted), but another may be looking
  * at the ring (lockstep: the one that wrote the input). Waking the sleeper
  * too would cost a system call here and a thread competing for the CPUs
  * (2 vCPUs: the child, the looking worker, the woken one) for a cell
- * already taken. Only for a lone cell (sparse traffic, the child has
- * nothing else to do); a burst rings at once. */
+ * already taken. Only while the child has nothing else to do: a lone cell
+ * (a burst rings at once) and no input waiting (throughput: it rings and
+ * goes on, as before). */
 #define BELL_GRACE_NS 2000u
 static bool taken_soon(zfi_ring *r, uint64_t pos)
 {
@@ -362,6 +372,8 @@ static bool taken_soon(zfi_ring *r, uint64_t pos)
     for (unsigned i = 1;; i++) {
         if (atomic_load_explicit(&r->s->head, memory_order_acquire) - pos < (1ull << 63))
             return true; /* head >= pos (a scribbled head only rings or not: harmless) */
+        if (input_waiting())
+            return false;
         if ((i & 15) == 0) {
             uint64_t now = zf_clock_ns();
             if (!t0)
