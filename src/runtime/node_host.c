@@ -244,10 +244,15 @@ static void wait_child(bool (*ready)(void *), void *arg, int64_t timeout_ns, zfi
         zfi_spin_hit(s);
 }
 
+/* (A wait's predicate, outside mu: it takes mu, since the ring's private
+ * positions are written by whichever thread of the child sends.) */
 static bool has_room(void *arg)
 {
     uint32_t room = 0;
-    if (!zfi_ring_room(arg, &room))
+    pthread_mutex_lock(&H.mu);
+    bool ok = zfi_ring_room(arg, &room);
+    pthread_mutex_unlock(&H.mu);
+    if (!ok)
         die("node host: the runtime's view of a ring is inconsistent");
     return room > 0 || (int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) -
                                  H.msgs_seen) > 0;
@@ -258,7 +263,7 @@ static void push(zfi_ring *r, uint64_t h, uint64_t len)
 {
     for (;;) {
         uint32_t room = 0;
-        if (!zfi_ring_room(r, &room))
+        if (!zfi_ring_room_lazy(r, &room))
             die("node host: a ring's head is inconsistent");
         if (room)
             break;
@@ -370,10 +375,11 @@ static bool taken_soon(zfi_ring *r, uint64_t pos)
 {
     uint64_t t0 = 0;
     for (unsigned i = 1;; i++) {
-        if (atomic_load_explicit(&r->s->head, memory_order_acquire) - pos < (1ull << 63))
+        uint64_t head = atomic_load_explicit(&r->s->head, memory_order_acquire);
+        if (head - pos < (1ull << 63))
             return true; /* head >= pos (a scribbled head only rings or not: harmless) */
-        if (input_waiting())
-            return false;
+        if (head + 1 != pos || input_waiting())
+            return false; /* not a lone cell, or work waits: ring now */
         if ((i & 15) == 0) {
             uint64_t now = zf_clock_ns();
             if (!t0)
@@ -427,15 +433,14 @@ zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
     bool keep = zf_data_refcount(c) > 1;
     pthread_mutex_lock(&H.mu);
     push(r, h, (c->len & ZFI_CELL_LEN_MASK) | (keep ? ZFI_CELL_KEEP : 0));
-    uint64_t mine = r->pos;             /* taken once the head reaches it */
-    bool alone = r->seen + 1 == r->pos; /* the ring was empty (as last seen) */
+    uint64_t mine = r->pos; /* taken once the head reaches it */
     pthread_mutex_unlock(&H.mu);
     /* Idle workers of the runtime take it (the proxy thread then sleeps on) */
     if (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_relaxed) & ZFI_RT_BELL) {
         /* (the tail's seq_cst store, then this seq_cst load: a worker that
          * announced itself before it checked the ring is seen) */
         if (atomic_load_explicit(&H.m.ctl->rt.bell_wanted, memory_order_seq_cst) &&
-            !(alone && taken_soon(r, mine)))
+            !taken_soon(r, mine))
             zfi_evc_kick_shared(&H.m.ctl->to_workers);
     } else
         zfi_evc_notify_shared(&H.m.ctl->to_rt);
