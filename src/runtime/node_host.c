@@ -515,9 +515,11 @@ static void operator_loop(void)
                 continue;
             /* The runtime waits for room: tell it once half the ring is
              * free (hysteresis: not a wake-up per cell). */
+            /* (the tail may lag one cell behind what was taken: 0 waiting) */
+            uint64_t waiting =
+                atomic_load_explicit(&H.m.in[i].s->tail, memory_order_relaxed) - H.m.in[i].pos;
             if (atomic_load_explicit(&H.m.ctl->rt.room_wanted, memory_order_seq_cst) &&
-                atomic_load_explicit(&H.m.in[i].s->tail, memory_order_relaxed) - H.m.in[i].pos <=
-                    H.m.in[i].cap / 2)
+                (waiting <= H.m.in[i].cap / 2 || waiting == UINT64_MAX))
                 zfi_evc_notify_shared(&H.m.ctl->to_rt);
             catch_up();
             zf_data *d = NULL;
