@@ -45,7 +45,7 @@ typedef struct large_map {
 typedef struct zfi_host {
     int sock;
     zfi_shm m;
-    uint32_t msgs_seen;
+    _Atomic uint32_t msgs_seen; /* main thread writes; the predicates of other threads read */
     uint32_t pool_slot;
     char *arena;
     size_t arena_reserved, arena_mapped;
