@@ -37,8 +37,9 @@ static int pipeline(const bench_opts *o, const char *name, int ops, unsigned wor
         size_t size = o->sizes[i];
         bench_result *r = bench_result_init(&out[*n_out], name, "zflow", size);
 
-        /* Latency: lockstep (the source waits inside produce for the sink,
-         * so not on one worker). Warm-up samples are dropped. */
+        /* Latency: lockstep (the source sends the next when the sink woke
+         * it: zf_node_wake; 2 workers, as the throughput phase). Warm-up
+         * samples are dropped. */
         size_t n = workers > 1 ? bench_samples_for(o->samples, size) : 0;
         size_t warm = bench_warmup_for(n);
         bench_shared *b = calloc(1, sizeof *b);

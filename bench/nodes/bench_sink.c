@@ -29,7 +29,7 @@ static zf_err sink_on_input(void *state, zf_node *n, unsigned port, zf_data **d)
     atomic_store_explicit(&b->received, k + 1, memory_order_release);
     if (b->lockstep) {
         atomic_store_explicit(&b->ack, (uint32_t)(k + 1), memory_order_release);
-        bench_wake(&b->ack);
+        zf_node_wake(atomic_load(&b->src));
     }
     return ZF_OK;
 }

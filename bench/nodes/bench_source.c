@@ -1,5 +1,5 @@
 /* zf-bench's source: capsules of `size` bytes from the pool, stamped.
- * In lockstep mode it waits (spinning, bounded) until the previous capsule
+ * In lockstep mode it sends the next only once the previous capsule
  * reached the sink, so latency is measured without queueing. */
 #include "bench_shared.h"
 
@@ -20,6 +20,7 @@ static zf_err src_init(zf_node *n, void **state)
         zf_node_set_error(n, "reserving %d capsules: %s", (int)b->reserve, zf_last_error());
         return e;
     }
+    atomic_store(&b->src, n);
     *state = b;
     return ZF_OK;
 }
@@ -29,18 +30,12 @@ static zf_err src_produce(void *state, zf_node *n)
     bench_shared *b = state;
     if (atomic_load(&b->stop))
         return ZF_OK;
-    if (b->lockstep) {
-        /* Sleep (not spin) until the previous capsule reached the sink:
-         * this worker waits, the others run the pipeline. */
-        for (;;) {
-            uint32_t a = atomic_load_explicit(&b->ack, memory_order_acquire);
-            if (a >= (uint32_t)atomic_load_explicit(&b->sent, memory_order_relaxed))
-                break;
-            if (atomic_load(&b->stop))
-                return ZF_OK;
-            bench_wait(&b->ack, a);
-        }
-    }
+    /* Lockstep: nothing to send until the previous capsule reached the
+     * sink, which then wakes this source (zf_node_wake): no worker waits
+     * here, and the sink's worker runs the next produce itself. */
+    if (b->lockstep && atomic_load_explicit(&b->ack, memory_order_acquire) <
+                           (uint32_t)atomic_load_explicit(&b->sent, memory_order_relaxed))
+        return ZF_EAGAIN;
     zf_data *d = NULL;
     zf_err e = zf_data_alloc(n, (size_t)b->size, &d);
     if (e != ZF_OK)

@@ -50,7 +50,11 @@ typedef struct zf_node_decl {
     void (*fini)(void *state);
     /** Sources: produce and send. Called every `period`, or free-running
      *  while the outputs have room. NULL for a source that sends from a
-     *  thread of its own (started in init, joined in fini). */
+     *  thread of its own (started in init, joined in fini). A free-running
+     *  produce that sent nothing is called again after a backoff (100 us
+     *  doubling to 10 ms); one that returns ZF_EAGAIN (not an error) has
+     *  nothing to send until an event: it is called again at zf_node_wake,
+     *  or after about 10 ms at the latest. */
     zf_err (*produce)(void *state, zf_node *n);
     /** Operators and sinks: one capsule arrived on in_port. The callback
      *  owns *d: it may keep it, forward it (zf_send NULLs it) or leave it;
@@ -116,6 +120,13 @@ ZF_EXPORT const zf_config *zf_node_config(const zf_node *n);
 /** True once the instance is stopping (or the node was abandoned, or n is
  *  NULL): sources with their own thread should stop sending and return. */
 ZF_EXPORT bool zf_node_stopping(const zf_node *n);
+
+/** Call source n's produce again now: the end of the wait of a produce
+ *  that returned ZF_EAGAIN (or of a backoff). From any thread: another
+ *  node's callback (the produce then runs next on that worker, no system
+ *  call), a driver's thread. No-op for a NULL n, a node that is not a
+ *  source, or before the instance started (start calls every source). */
+ZF_EXPORT void zf_node_wake(zf_node *n);
 
 /** Log through the process logger, scoped "node <id>"; nothing when no
  *  logger takes `level`. */

@@ -359,6 +359,9 @@ class Node
     Config config() const noexcept { return Config(zf_node_config(node_)); }
     /** True once the instance stops (threads of a source should return). */
     bool stopping() const noexcept { return zf_node_stopping(node_); }
+    /** Call this source's produce again now (zf_node_wake): ends the wait
+     *  of a produce that returned ZF_EAGAIN. Any thread. */
+    void wake() const noexcept { zf_node_wake(node_); }
 
     /** Port indices by name; zf::Error(ZF_ENOTFOUND) if there is none. */
     unsigned input(const char *name) const

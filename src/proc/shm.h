@@ -159,6 +159,21 @@ void zfi_shm_unmap(zfi_shm *m);
 
 /* ---- the producer side ---- */
 
+/* A published cell carries its lap in bits 48-62 of its len word (the
+ * lengths are below 2^48; bit 63 is KEEP), so the consumer learns from
+ * the cell's own line that it is published: one line crosses per cell, not
+ * the cell's and the tail's. The tail is still written (after the cell),
+ * for the checks that need a count (full? a bad tail?). */
+#define ZFI_CELL_TAG_SHIFT 48
+#define ZFI_CELL_TAG_MASK  (0x7fffull << ZFI_CELL_TAG_SHIFT)
+
+/* The tag of the cell at position pos: its lap + 1 (never 0: a fresh,
+ * zeroed cell is unpublished), 15 bits (consecutive laps differ). */
+static inline uint64_t zfi_cell_tag(const zfi_ring *r, uint64_t pos)
+{
+    return (((pos >> __builtin_ctz(r->cap)) + 1) << ZFI_CELL_TAG_SHIFT) & ZFI_CELL_TAG_MASK;
+}
+
 /* Free cells, as far as the consumer's head tells; false if that head is
  * not a head this ring can have (it went backwards or past the tail). */
 static inline bool zfi_ring_room(zfi_ring *r, uint32_t *room)
@@ -171,12 +186,28 @@ static inline bool zfi_ring_room(zfi_ring *r, uint32_t *room)
     return true;
 }
 
-/* Write a cell and publish it; the caller checked the room. */
+/* As zfi_ring_room, but the consumer's head is read only when the view
+ * from its last reading shows no room (head only grows: the view errs
+ * towards "full"): a send into a ring the consumer just took from makes
+ * no line cross for it. For "is there room", not "how much". */
+static inline bool zfi_ring_room_lazy(zfi_ring *r, uint32_t *room)
+{
+    if (r->pos - r->seen < r->cap) {
+        *room = r->cap - (uint32_t)(r->pos - r->seen);
+        return true;
+    }
+    return zfi_ring_room(r, room);
+}
+
+/* Write a cell and publish it; the caller checked the room. len must be
+ * below 2^48, or KEEP with a length below 2^48. (seq_cst: the wake-up
+ * checks after it, and the consumer's "had it been full", pair with it.) */
 static inline void zfi_ring_put(zfi_ring *r, uint64_t h, uint64_t len)
 {
     zfi_cell *c = &r->cells[r->pos & (r->cap - 1)];
     atomic_store_explicit(&c->h, h, memory_order_relaxed);
-    atomic_store_explicit(&c->len, len, memory_order_relaxed);
+    atomic_store_explicit(&c->len, (len & ~ZFI_CELL_TAG_MASK) | zfi_cell_tag(r, r->pos),
+                          memory_order_seq_cst);
     r->pos++;
     atomic_store_explicit(&r->s->tail, r->pos, memory_order_seq_cst);
 }
@@ -184,26 +215,55 @@ static inline void zfi_ring_put(zfi_ring *r, uint64_t h, uint64_t len)
 /* ---- the consumer side ---- */
 
 /* Take the next cell: 1 taken, 0 empty, -1 the producer's tail is not a
- * tail this ring can have (past a full ring ahead, or behind). */
+ * tail this ring can have (past a full ring ahead, or behind), or says
+ * published what the cell does not. */
 static inline int zfi_ring_take(zfi_ring *r, uint64_t *h, uint64_t *len)
 {
-    uint64_t tail = atomic_load_explicit(&r->s->tail, memory_order_acquire);
-    if (tail == r->pos)
-        return 0;
-    if (tail - r->pos > r->cap)
-        return -1;
     zfi_cell *c = &r->cells[r->pos & (r->cap - 1)];
+    uint64_t want = zfi_cell_tag(r, r->pos);
+    uint64_t l = atomic_load_explicit(&c->len, memory_order_acquire);
+    if ((l & ZFI_CELL_TAG_MASK) != want) {
+        /* (The tail may lag one cell behind the cells: the last one taken
+         * was published, its tail not stored yet.) */
+        uint64_t tail = atomic_load_explicit(&r->s->tail, memory_order_acquire);
+        if (tail == r->pos || tail == r->pos - 1)
+            return 0;
+        if (tail - r->pos > r->cap)
+            return -1;
+        /* the tail says published: the cell was written before it */
+        l = atomic_load_explicit(&c->len, memory_order_acquire);
+        if ((l & ZFI_CELL_TAG_MASK) != want)
+            return -1;
+    }
     *h = atomic_load_explicit(&c->h, memory_order_relaxed);
-    *len = atomic_load_explicit(&c->len, memory_order_relaxed);
+    *len = l & ~ZFI_CELL_TAG_MASK;
     r->pos++;
     atomic_store_explicit(&r->s->head, r->pos, memory_order_seq_cst);
     return 1;
 }
 
-/* Whether a cell is waiting (a bad tail counts as waiting: the take says). */
+/* Whether a cell is waiting (a bad tail counts as waiting: the take says).
+ * seq_cst: a waiter that announced itself then looks pairs with put. */
 static inline bool zfi_ring_ready(const zfi_ring *r)
 {
-    return atomic_load_explicit(&r->s->tail, memory_order_acquire) != r->pos;
+    const zfi_cell *c = &r->cells[r->pos & (r->cap - 1)];
+    if ((atomic_load_explicit(&c->len, memory_order_seq_cst) & ZFI_CELL_TAG_MASK) ==
+        zfi_cell_tag(r, r->pos))
+        return true;
+    uint64_t tail = atomic_load_explicit(&r->s->tail, memory_order_acquire);
+    return tail != r->pos && tail != r->pos - 1; /* (lagging one cell: empty) */
+}
+
+/* After a take: whether the ring had been full just before it (its
+ * producer may wait for room). The cell before the one taken is the last
+ * of a full ring: published for the next lap? (seq_cst, after the take's
+ * seq_cst store of head: a producer that saw no room had published it.) */
+static inline bool zfi_ring_was_full(const zfi_ring *r)
+{
+    uint64_t last = r->pos - 2 + r->cap; /* the last cell of a full ring, before the take */
+    const zfi_cell *c = &r->cells[last & (r->cap - 1)];
+    return (atomic_load_explicit(&c->len, memory_order_seq_cst) & ZFI_CELL_TAG_MASK) ==
+           zfi_cell_tag(r, last);
 }
 
 #endif

@@ -305,7 +305,7 @@ static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **d
         pthread_mutex_unlock(&iso->mu);
         return ZF_OK; /* down: dropped (the scheduler releases it) */
     }
-    if (!zfi_ring_room(r, &room)) {
+    if (!zfi_ring_room_lazy(r, &room)) {
         kill_child(iso, "it wrote an impossible head (%llu) into input ring %u",
                    (unsigned long long)atomic_load(&r->s->head), port);
         pthread_mutex_unlock(&iso->mu);
@@ -336,7 +336,7 @@ bool zfi_iso_room(zf_node *n)
     } else {
         for (size_t i = 0; i < iso->m.n_in && ok; i++) {
             uint32_t room = 0;
-            ok = zfi_ring_room(&iso->m.in[i], &room) && room > 0;
+            ok = zfi_ring_room_lazy(&iso->m.in[i], &room) && room > 0;
         }
         if (!ok) {
             /* Ask the child to say when it frees a cell, then look again
@@ -681,10 +681,10 @@ typedef struct published {
 
 /* After a take from r: if the ring had been full, its producer (the child)
  * may wait for room: wake it. (The take's seq_cst store of head, then this
- * load of tail: a child that saw no room had published a full tail first.) */
+ * load of the last cell: a child that saw no room had published it first.) */
 static void freed_cell(zfi_iso *iso, zfi_ring *r)
 {
-    if (atomic_load_explicit(&r->s->tail, memory_order_seq_cst) - (r->pos - 1) >= r->cap)
+    if (zfi_ring_was_full(r))
         zfi_evc_notify_shared(&iso->m.ctl->to_child);
 }
 

@@ -176,6 +176,18 @@ const zf_config *zf_node_config(const zf_node *n)
     return n ? n->desc->config : NULL;
 }
 
+void zf_node_wake(zf_node *n)
+{
+    if (!n || n->decl->kind != ZF_SOURCE)
+        return;
+    if (n->host) {
+        zfi_host_wake(n);
+        return;
+    }
+    atomic_store_explicit(&n->wake_at_ns, 0, memory_order_relaxed);
+    zfi_node_notify(n);
+}
+
 bool zf_node_stopping(const zf_node *n)
 {
     return !n || atomic_load(&n->inst->sources_stopped) || atomic_load(&n->abandoned);

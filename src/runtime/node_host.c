@@ -45,7 +45,7 @@ typedef struct large_map {
 typedef struct zfi_host {
     int sock;
     zfi_shm m;
-    uint32_t msgs_seen;
+    _Atomic uint32_t msgs_seen; /* main thread writes; the predicates of other threads read */
     uint32_t pool_slot;
     char *arena;
     size_t arena_reserved, arena_mapped;
@@ -58,6 +58,7 @@ typedef struct zfi_host {
     zf_node node;
     size_t *out_ring; /* library output index -> ring (descriptor order) */
     bool fini_asked;
+    atomic_bool woken; /* zf_node_wake since the source's last produce */
 } zfi_host;
 
 static zfi_host H;
@@ -243,10 +244,15 @@ static void wait_child(bool (*ready)(void *), void *arg, int64_t timeout_ns, zfi
         zfi_spin_hit(s);
 }
 
+/* (A wait's predicate, outside mu: it takes mu, since the ring's private
+ * positions are written by whichever thread of the child sends.) */
 static bool has_room(void *arg)
 {
     uint32_t room = 0;
-    if (!zfi_ring_room(arg, &room))
+    pthread_mutex_lock(&H.mu);
+    bool ok = zfi_ring_room(arg, &room);
+    pthread_mutex_unlock(&H.mu);
+    if (!ok)
         die("node host: the runtime's view of a ring is inconsistent");
     return room > 0 || (int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) -
                                  H.msgs_seen) > 0;
@@ -257,7 +263,7 @@ static void push(zfi_ring *r, uint64_t h, uint64_t len)
 {
     for (;;) {
         uint32_t room = 0;
-        if (!zfi_ring_room(r, &room))
+        if (!zfi_ring_room_lazy(r, &room))
             die("node host: a ring's head is inconsistent");
         if (room)
             break;
@@ -347,6 +353,44 @@ zf_err zfi_host_alloc(zf_node *n, size_t len, zf_data **out)
     return e;
 }
 
+/* An input waits (the child has work: it does not linger). */
+static bool input_waiting(void)
+{
+    for (size_t i = 0; i < H.m.n_in; i++)
+        if (zfi_ring_ready(&H.m.in[i]))
+            return true;
+    return false;
+}
+
+/* Whether a worker still spinning takes the cell at `pos` - 1 within
+ * BELL_GRACE_NS: a worker sleeps (bell_wanted), but another may be looking
+ * at the ring (lockstep: the one that wrote the input). Waking the sleeper
+ * too would cost a system call here and a thread competing for the CPUs
+ * (2 vCPUs: the child, the looking worker, the woken one) for a cell
+ * already taken. Only while the child has nothing else to do: a lone cell
+ * (a burst rings at once) and no input waiting (throughput: it rings and
+ * goes on, as before). */
+#define BELL_GRACE_NS 2000u
+static bool taken_soon(zfi_ring *r, uint64_t pos)
+{
+    uint64_t t0 = 0;
+    for (unsigned i = 1;; i++) {
+        uint64_t head = atomic_load_explicit(&r->s->head, memory_order_acquire);
+        if (head - pos < (1ull << 63))
+            return true; /* head >= pos (a scribbled head only rings or not: harmless) */
+        if (head + 1 != pos || input_waiting())
+            return false; /* not a lone cell, or work waits: ring now */
+        if ((i & 15) == 0) {
+            uint64_t now = zf_clock_ns();
+            if (!t0)
+                t0 = now;
+            else if (now - t0 > BELL_GRACE_NS)
+                return false;
+        }
+        zfi_cpu_relax();
+    }
+}
+
 zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
 {
     if (!d || !*d)
@@ -389,12 +433,14 @@ zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
     bool keep = zf_data_refcount(c) > 1;
     pthread_mutex_lock(&H.mu);
     push(r, h, (c->len & ZFI_CELL_LEN_MASK) | (keep ? ZFI_CELL_KEEP : 0));
+    uint64_t mine = r->pos; /* taken once the head reaches it */
     pthread_mutex_unlock(&H.mu);
     /* Idle workers of the runtime take it (the proxy thread then sleeps on) */
     if (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_relaxed) & ZFI_RT_BELL) {
         /* (the tail's seq_cst store, then this seq_cst load: a worker that
          * announced itself before it checked the ring is seen) */
-        if (atomic_load_explicit(&H.m.ctl->rt.bell_wanted, memory_order_seq_cst))
+        if (atomic_load_explicit(&H.m.ctl->rt.bell_wanted, memory_order_seq_cst) &&
+            !taken_soon(r, mine))
             zfi_evc_kick_shared(&H.m.ctl->to_workers);
     } else
         zfi_evc_notify_shared(&H.m.ctl->to_rt);
@@ -469,9 +515,11 @@ static void operator_loop(void)
                 continue;
             /* The runtime waits for room: tell it once half the ring is
              * free (hysteresis: not a wake-up per cell). */
+            /* (the tail may lag one cell behind what was taken: 0 waiting) */
+            uint64_t waiting =
+                atomic_load_explicit(&H.m.in[i].s->tail, memory_order_relaxed) - H.m.in[i].pos;
             if (atomic_load_explicit(&H.m.ctl->rt.room_wanted, memory_order_seq_cst) &&
-                atomic_load_explicit(&H.m.in[i].s->tail, memory_order_relaxed) - H.m.in[i].pos <=
-                    H.m.in[i].cap / 2)
+                (waiting <= H.m.in[i].cap / 2 || waiting == UINT64_MAX))
                 zfi_evc_notify_shared(&H.m.ctl->to_rt);
             catch_up();
             zf_data *d = NULL;
@@ -516,6 +564,18 @@ static bool stop_or_msg(void *arg)
                0;
 }
 
+static bool woken_or_stop(void *arg)
+{
+    return atomic_load_explicit(&H.woken, memory_order_acquire) || stop_or_msg(arg);
+}
+
+void zfi_host_wake(zf_node *n)
+{
+    (void)n; /* the host's one node */
+    atomic_store_explicit(&H.woken, true, memory_order_seq_cst);
+    zfi_evc_notify_shared(&H.m.ctl->to_child);
+}
+
 static bool started_or_msg(void *arg)
 {
     (void)arg;
@@ -528,7 +588,7 @@ static void source_loop(void)
     zf_node *n = &H.node;
     int64_t backoff = 0;
     uint64_t next = 0;
-    bool started_once = false;
+    bool started_once = false, waits = false;
     for (;;) {
         catch_up();
         if (H.fini_asked)
@@ -564,17 +624,26 @@ static void source_loop(void)
             next += (uint64_t)n->desc->period_ns;
             if (next < now)
                 next = now; /* fell behind: no burst to catch up */
+        } else if (waits) {
+            /* produce said ZF_EAGAIN: until zf_node_wake (at most 10 ms) */
+            wait_child(woken_or_stop, NULL, MAX_BACKOFF_NS, NULL);
         } else if (backoff) {
             wait_child(stop_or_msg, NULL, backoff, NULL);
         }
         uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed);
         n->error_msg[0] = '\0';
+        atomic_store_explicit(&H.woken, false, memory_order_seq_cst);
         busy(true);
         zf_err e = n->decl->produce(n->state, n);
         busy(false);
+        waits = e == ZF_EAGAIN && n->desc->period_ns <= 0;
+        if (e == ZF_EAGAIN)
+            e = ZF_OK; /* nothing to send until an event: not an error */
         if (e != ZF_OK && !(e == ZF_ECLOSED && (flags & ZFI_RT_STOP)))
             report_error(e, "produce");
-        if (n->desc->period_ns <= 0) {
+        if (waits)
+            backoff = 0;
+        else if (n->desc->period_ns <= 0) {
             if (atomic_load_explicit(&n->sent, memory_order_relaxed) == sent)
                 backoff = backoff ? (backoff * 2 > MAX_BACKOFF_NS ? MAX_BACKOFF_NS : backoff * 2)
                                   : 100000;

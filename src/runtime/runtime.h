@@ -90,6 +90,8 @@ struct zf_node {
     uint64_t next_due_ns;        /* periodic sources: timer thread only */
     _Atomic uint64_t wake_at_ns; /* free-running source backing off; 0: none */
     uint64_t backoff_ns;         /* its current backoff (worker only) */
+    bool waits;                  /* its produce returned ZF_EAGAIN: zf_node_wake calls it */
+    bool woken_style;            /* it ever did (worker only): no handoff after a send */
     atomic_bool done;            /* saw end of stream on every input (or stopped source) */
     bool outputs_closed;         /* under inst->mu */
 
@@ -449,6 +451,7 @@ void zfi_iso_table_free(zf_runtime *rt);
 /* In a node host (node_host.c): send and allocate across the boundary. */
 zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only);
 zf_err zfi_host_alloc(zf_node *n, size_t len, zf_data **out);
+void zfi_host_wake(zf_node *n); /* zf_node_wake in a node host */
 
 /* UUID v4 (uuid.c). */
 void zfi_uuid_v4(char out[37]);

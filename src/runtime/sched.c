@@ -354,7 +354,10 @@ static inline __attribute__((always_inline)) enum step_result call(zf_node *n, u
         tls_retire = true; /* a replacement worker took this one's place */
     }
     if (err == ZF_ECLOSED && atomic_load(&n->inst->sources_stopped))
-        err = ZF_OK; /* sending while the instance stops: not the node's fault */
+        err = ZF_OK;                   /* sending while the instance stops: not the node's fault */
+    n->waits = !d && err == ZF_EAGAIN; /* nothing until zf_node_wake: not an error */
+    if (n->waits)
+        err = ZF_OK;
     if (err != ZF_OK)
         zfi_node_error(n, err, d ? "on_input" : "produce");
     else if (atomic_load_explicit(&n->degraded, memory_order_relaxed) && !n->proxy)
@@ -420,6 +423,14 @@ static enum step_result step_source(zf_node *n, bool *more)
                 return STEP_OK;
             continue;
         }
+        if (n->waits) {
+            /* Until zf_node_wake notifies it; the timer thread's next tick
+             * (no kick: no system call here) is the safety net. */
+            n->woken_style = true;
+            n->backoff_ns = 0;
+            atomic_store(&n->wake_at_ns, zf_clock_ns() + MAX_BACKOFF_NS);
+            return STEP_OK;
+        }
         if (atomic_load_explicit(&n->sent, memory_order_relaxed) +
                 atomic_load_explicit(&n->sent_x, memory_order_relaxed) ==
             sent) {
@@ -434,7 +445,7 @@ static enum step_result step_source(zf_node *n, bool *more)
             return STEP_OK;
         }
         n->backoff_ns = 0;
-        if (handoff_due())
+        if (!n->woken_style && handoff_due()) /* (a waking source does not sleep in produce) */
             break;
     }
     *more = !atomic_load(&inst->sources_stopped);

@@ -236,6 +236,52 @@ ZT_CASE(isolated_python_source_copies_once)
     }
 }
 
+/* A source with nothing to send until an event (produce returns
+ * ZF_EAGAIN) runs when its own thread wakes it (zf_node_wake), in process
+ * and isolated: 200 grants, each sent at once (the safety net alone would
+ * take 10-20 ms a grant: 2 s or more), and no busy loop of produce. */
+ZT_CASE(a_waiting_source_runs_when_woken)
+{
+    for (int isolated = 0; isolated < 2; isolated++) {
+        const char *ssum = zt_tmp_path("woken.json"), *sum = zt_tmp_path("wcount.json");
+        char yaml[2048];
+        snprintf(yaml, sizeof yaml,
+                 "name: woken-%d\n"
+                 "sources:\n"
+                 "  - id: src\n"
+                 "    library: \"{{ NODES }}/libt_woken.so\"\n"
+                 "%s"
+                 "    configuration: {count: 200, summary: \"%s\"}\n"
+                 "    outputs: [out]\n"
+                 "sinks:\n"
+                 "  - id: sink\n"
+                 "    library: \"{{ NODES }}/libt_count.so\"\n"
+                 "    configuration: {summary: \"%s\"}\n"
+                 "    inputs: [in]\n"
+                 "links:\n"
+                 "  - {from: {node: src, output: out}, to: {node: sink, input: in}}\n",
+                 isolated, isolated ? "    isolation: process\n" : "", ssum, sum);
+        zf_flow *f;
+        uint64_t t0 = zf_clock_ns();
+        zf_instance *inst = zt_launch(runtime(), yaml, extra_vars(), &f);
+        ZT_CHECK(inst);
+        if (!inst)
+            return;
+        ZT_CHECK(zt_wait_callbacks(inst, "sink", 200, 20000));
+        double secs = (double)(zf_clock_ns() - t0) / 1e9;
+        finish(inst, f);
+        long long calls = zt_summary(ssum, "produce_calls");
+        printf("  %s: 200 grants in %.3f s, %lld produce calls, slowest %.2f ms\n",
+               isolated ? "isolated" : "in process", secs, calls,
+               (double)zt_summary(ssum, "wait_ns") / 1e6);
+        ZT_EQ(zt_summary(ssum, "sent"), 200);
+        ZT_EQ(zt_summary(sum, "count"), 200);
+        ZT_EQ(zt_summary(sum, "out_of_order"), 0);
+        ZT_CHECK(secs < 1.5);
+        ZT_CHECK(calls >= 200 && calls <= 3 * 200 + 300);
+    }
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -716,8 +762,9 @@ ZT_CASE(teardown)
     rt = NULL;
 }
 
-ZT_MAIN(ZT_ENTRY(seed_detect_isolated), ZT_ENTRY(seed_detect_isolated_pinned),
-        ZT_ENTRY(seed_detect_isolated_python), ZT_ENTRY(isolated_python_source_copies_once),
+ZT_MAIN(ZT_ENTRY(seed_detect_isolated), ZT_ENTRY(a_waiting_source_runs_when_woken),
+        ZT_ENTRY(seed_detect_isolated_pinned), ZT_ENTRY(seed_detect_isolated_python),
+        ZT_ENTRY(isolated_python_source_copies_once),
         ZT_ENTRY(poison_message_fails_after_max_restarts),
         ZT_ENTRY(garbage_in_rings_kills_the_child),
         ZT_ENTRY(kill_at_random_points_holding_capsules), ZT_ENTRY(sigkill_during_run),
