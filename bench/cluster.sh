@@ -2,7 +2,9 @@
 # A cross-worker link (two zfd workers on loopback, one DDS domain) beside
 # raw Cyclone DDS (zfpeer-dds) in the same run, with the same configuration
 # (docs/cluster.md's default is bench/peers/dds.c's):
-#   bench/cluster.sh BUILD_DIR [SECONDS]
+#   bench/cluster.sh BUILD_DIR [SECONDS] [latency]
+# (`latency`: the 64 B cases only, zflow and zfpeer-dds at the same
+# periods: a short batch to repeat under the machine lock)
 # - throughput: gen (free-running, 1 MiB / 10 MiB) on w1 -> count on w2,
 #   a block link of capacity 16: capsules per second taken by count over
 #   SECONDS, after one second of warm-up;
@@ -15,6 +17,8 @@
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd)
 SECS=${2:-4}
+MODE=${3:-all}
+[[ $MODE == all || $MODE == latency ]] || { echo "mode: all or latency, not '$MODE'" >&2; exit 2; }
 ZFD=$B/apps/zfd/zfd
 ZF=$B/apps/zfctl/zfctl
 NODES=$B/tests/nodes
@@ -70,15 +74,26 @@ rate() {
 }
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs), $(nproc) cores, load $(cut -d' ' -f1 /proc/loadavg)"
-PEER_OUT=$(nice -n 0 "$PEER" --sizes 64,1MiB,10MiB --seconds "$SECS" 2>/dev/null | grep dds_hop)
-echo "$PEER_OUT"
-peer_rate() { echo "$PEER_OUT" | awk -v s="$1" '$3 == s && $4 == $4 {for (i=1;i<=NF;i++) if ($i == "msg/s") print $(i-1)}' | head -1; }
-peer_p50() { echo "$PEER_OUT" | awk -v s="$1" '$3 == s {print $6}' | head -1; }
 # the same 64 B sample every 10 ms and every 100 us
 peer_p50_every() {
   nice -n 0 "$PEER" --sizes 64 --seconds 0.2 --period "$1" --samples "$2" 2>/dev/null |
     awk '$1 == "dds_hop" {print $6}' | head -1
 }
+p50_of() { sed 's/.*"lat_p50_ns":\([0-9]*\).*/\1/' "$T/$1.json"; }
+ratio() { python3 -c "print(f'{$1 / $2:.2f}x')"; }
+if [[ $MODE == latency ]]; then
+  pp50_10ms=$(peer_p50_every 0.01 $((SECS * 100)))
+  flow l64 64 10ms 16; rate l64 > /dev/null
+  pp50_100us=$(peer_p50_every 0.0001 $((SECS * 5000)))
+  flow l64f 64 100us 16; rate l64f > /dev/null
+  echo "64 B p50: every 10 ms zflow $(p50_of l64) ns, zfpeer-dds $pp50_10ms ns ($(ratio "$(p50_of l64)" "$pp50_10ms"));" \
+       "every 100 us zflow $(p50_of l64f) ns, zfpeer-dds $pp50_100us ns ($(ratio "$(p50_of l64f)" "$pp50_100us"))"
+  exit 0
+fi
+PEER_OUT=$(nice -n 0 "$PEER" --sizes 64,1MiB,10MiB --seconds "$SECS" 2>/dev/null | grep dds_hop)
+echo "$PEER_OUT"
+peer_rate() { echo "$PEER_OUT" | awk -v s="$1" '$3 == s && $4 == $4 {for (i=1;i<=NF;i++) if ($i == "msg/s") print $(i-1)}' | head -1; }
+peer_p50() { echo "$PEER_OUT" | awk -v s="$1" '$3 == s {print $6}' | head -1; }
 pp50_10ms=$(peer_p50_every 0.01 $((SECS * 100)))
 pp50_100us=$(peer_p50_every 0.0001 $((SECS * 5000)))
 echo "zfpeer-dds 64 B p50: $pp50_10ms ns every 10 ms, $pp50_100us ns every 100 us"
@@ -88,8 +103,8 @@ flow t10m 10485760 "" 16; r10=$(rate t10m)
 flow f60 10485760 16.667ms 16; r60=$(rate f60)
 flow l64 64 10ms 16; rate l64 > /dev/null
 flow l64f 64 100us 16; rate l64f > /dev/null
-p50f=$(sed 's/.*"lat_p50_ns":\([0-9]*\).*/\1/' "$T/l64f.json")
-p50=$(sed 's/.*"lat_p50_ns":\([0-9]*\).*/\1/' "$T/l64.json")
+p50f=$(p50_of l64f)
+p50=$(p50_of l64)
 pr1=$(peer_rate 1); pr10=$(peer_rate 10); pp50=$(peer_p50 64)
 echo "zflow cross-worker link: 1 MiB $r1 msg/s (zfpeer-dds $pr1: $(python3 -c "print(f'{$r1 / $pr1 * 100:.0f}')") %);" \
      "10 MiB $r10 msg/s (zfpeer-dds $pr10); 10 MiB at 60 fps: $r60 frames/s;" \

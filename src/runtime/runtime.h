@@ -194,8 +194,12 @@ struct zf_runtime {
     atomic_uint idle_workers; /* workers looking for work (spinning or asleep) */
     atomic_uint spinning;     /* of which spinning (a push wakes none then) */
     atomic_uint woken;        /* a worker was woken and has not spun yet (idem) */
+    /* Work idle workers found, other than periodic sources (sched.c): when
+     * it came less than ZFI_DENSE_NS apart lately, one idle worker spins
+     * through the gap. Written by workers as they find it; a heuristic. */
+    _Alignas(ZFI_CACHELINE) _Atomic uint64_t found_last, found_gap, spin_calm;
     /* Each worker's "run next" slot (sched.c), stealable by idle workers. */
-    _Atomic(zf_node *) slots[ZFI_MAX_WORKERS];
+    _Alignas(ZFI_CACHELINE) _Atomic(zf_node *) slots[ZFI_MAX_WORKERS];
     bool slot_used[ZFI_MAX_WORKERS]; /* under mu */
     atomic_uint n_slots;             /* highest slot in use + 1 */
     /* Process-isolated nodes whose outputs idle workers take (isolated.c);
