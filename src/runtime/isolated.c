@@ -1124,7 +1124,10 @@ static bool ready(zfi_iso *iso, bool syscalls)
         return true;
     if (proxy_takes_outputs(iso) && outputs_waiting(iso))
         return true;
-    if (zfi_ring_ready(&iso->m.comp) && !atomic_load(&iso->comps_waiting))
+    /* by the tail, as drain_comps takes: a tagged cell past a tail the
+     * child did not move would make this loop spin without taking */
+    if (atomic_load_explicit(&iso->m.comp.s->tail, memory_order_acquire) != iso->m.comp.pos &&
+        !atomic_load(&iso->comps_waiting))
         return true;
     uint64_t want = atomic_load_explicit(&iso->m.ctl->child.loan_want, memory_order_seq_cst);
     if (want) {
