@@ -32,4 +32,7 @@ void print_cluster_destroy(const zf_config *r)
     for (size_t i = 0; i < zf_config_len(un); i++)
         printf("  worker %-16s unreachable: its part could not be destroyed from here\n",
                zf_config_text(zf_config_at(un, i)));
+    const char *why = cfg_str(r, "errors");
+    if (zf_config_len(un) && why && *why)
+        printf("  why: %s\n", why);
 }
