@@ -140,6 +140,11 @@ static void on_lost(void *arg, const char *worker, bool left)
     zfd_mark_lost(arg, worker, left);
 }
 
+static void on_joined(void *arg, const char *worker)
+{
+    zfd_returning_joined(arg, worker);
+}
+
 bool zfd_cluster_start(zfd_daemon *d)
 {
     const char *env = getenv("ZF_DOMAIN");
@@ -153,7 +158,9 @@ bool zfd_cluster_start(zfd_daemon *d)
                             .handler = on_request,
                             .handler_arg = d,
                             .on_lost = on_lost,
-                            .lost_arg = d};
+                            .lost_arg = d,
+                            .on_joined = on_joined,
+                            .joined_arg = d};
     if (zf_cluster_create(&o, &d->cluster) != ZF_OK) {
         fprintf(stderr, "zfd: cannot join the cluster: %s\n", zf_last_error());
         return false;
@@ -165,6 +172,7 @@ bool zfd_cluster_start(zfd_daemon *d)
 
 void zfd_cluster_stop(zfd_daemon *d)
 {
+    zfd_returning_stop();
     zf_cluster_destroy(d->cluster);
     d->cluster = NULL;
 }
@@ -409,9 +417,12 @@ char *zfd_cluster_deploy(zfd_daemon *d, const zf_request *req, const zf_flow *f)
         char *back = zf_json_writer_finish(w);
         fanout fb;
         if (n_loaded && fanout_call(d, &fb, back, ab, PHASE_TIMEOUT_MS)) {
+            zfd_returning_keep(d, fb.n, fb.workers, fb.replies, uuid, ab);
             fanout_free_names(&fb);
             fanout_free(&fb);
         }
+        /* a lost worker may have created its part before it went */
+        zfd_returning_keep(d, fo.n, fo.workers, fo.replies, uuid, ab);
         free(back);
         free(ab);
         resp = zf_response_error(ZF_ENODE, "the deploy failed on %s%s%s%s", failed,
@@ -712,9 +723,10 @@ static char *cluster_op(zfd_daemon *d, const zf_request *req, const char *uuid, 
     fanout fo;
     bool okv = fanout_call(d, &fo, workers, b,
                            req->op == ZF_OP_STATUS ? QUERY_TIMEOUT_MS : PHASE_TIMEOUT_MS);
-    free(b);
-    if (!okv)
+    if (!okv) {
+        free(b);
         return zf_response_error(ZF_ENOMEM, "out of memory");
+    }
     zf_config *trees[512] = {NULL};
     const zf_config *res[512] = {NULL};
     size_t nt = fo.n < 512 ? fo.n : 512, answered = 0;
@@ -806,6 +818,7 @@ static char *cluster_op(zfd_daemon *d, const zf_request *req, const char *uuid, 
         }
         zf_json_close(w);
     } else if (req->op == ZF_OP_DESTROY) {
+        zfd_returning_keep(d, fo.n, fo.workers, fo.replies, uuid, b);
         const zf_config *reps[512];
         size_t nr = 0;
         zf_json_open_array(w, "per_worker");
@@ -839,6 +852,7 @@ out:
         zf_config_free(trees[i]);
     fanout_free_names(&fo);
     fanout_free(&fo);
+    free(b);
     return resp;
 }
 

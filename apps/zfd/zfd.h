@@ -66,6 +66,17 @@ void zfd_cluster_config(const zf_config *c, const char *file);
 /* Join the domain if asked to; false (and why on stderr) when that fails. */
 bool zfd_cluster_start(zfd_daemon *d);
 void zfd_cluster_stop(zfd_daemon *d);
+/* ---- parts left on lost workers (returning.c) ----
+ * After a cluster-wide destroy or rollback: for each of the n workers
+ * without a reply (replies[i] NULL) that is lost, keep `body` (a "local"
+ * destroy of uuid) to send when it rejoins. Copies what it keeps. */
+void zfd_returning_keep(zfd_daemon *d, size_t n, const char *const *workers, char *const *replies,
+                        const char *uuid, const char *body);
+/* worker joined: what waits for it is sent on a thread of its own. */
+void zfd_returning_joined(zfd_daemon *d, const char *worker);
+/* Before the cluster is destroyed: waits for the sends under way (each
+ * bounded by 10 s) and logs the parts still waiting. */
+void zfd_returning_stop(void);
 /* The cluster-wide answer to req, or NULL when it is this daemon's own. */
 char *zfd_cluster_handle(zfd_daemon *d, const zf_request *req);
 /* Whether flow f has nodes on other workers than this one. */

@@ -33,6 +33,11 @@ typedef char *(*zf_cluster_handler)(void *arg, const char *from, const char *bod
  *  on the cluster's thread; must not block. */
 typedef void (*zf_cluster_lost_fn)(void *arg, const char *worker, bool left);
 
+/** A worker joined: seen for the first time, or back after it was lost or
+ *  left (a lease that expired under load, a network that healed, a
+ *  restart). Called on the cluster's thread; must not block. */
+typedef void (*zf_cluster_joined_fn)(void *arg, const char *worker);
+
 typedef struct zf_cluster_options {
     const char *name; /**< this worker's name (required) */
     int domain;       /**< DDS domain id 0..230; <0: $ZF_DOMAIN, else 0 */
@@ -49,6 +54,8 @@ typedef struct zf_cluster_options {
     void *handler_arg;
     zf_cluster_lost_fn on_lost;
     void *lost_arg;
+    zf_cluster_joined_fn on_joined;
+    void *joined_arg;
 } zf_cluster_options;
 
 /** Join the domain and announce this worker. On ZF_OK the caller owns *out

@@ -2,7 +2,7 @@
 # Multi-daemon tests of the cluster (docs/cluster.md): zfd workers on one
 # machine over loopback, each test on a DDS domain of its own (from this
 # process's id), so parallel runs do not meet.
-#   tests/cluster/run.sh BUILD_DIR [three|kill|signed|slow|slowdrop|twenty|netns|zenoh|all]
+#   tests/cluster/run.sh BUILD_DIR [three|kill|comeback|signed|slow|slowdrop|twenty|netns|zenoh|all]
 # Every daemon is started here and killed by its pid at the end.
 set -euo pipefail
 B=$(cd "${1:?build dir}" && pwd)
@@ -267,6 +267,41 @@ twenty() {
        "loopback traffic idle $(((lo2 - lo1) / 10 - base)) B/s beyond the machine's $base B/s; RSS $((rss / n)) KiB per worker; $count capsules over 19 hops)"
 }
 
+# A worker lost for a moment (SIGSTOP past its 1 s lease: a machine too
+# loaded to renew it, a network cut that heals) while its instance is
+# destroyed: the destroy completes on the others and names it; when it comes
+# back (SIGCONT) its part is destroyed too, and the orchestrator logs it.
+comeback() {
+  NODES=$B/tests/nodes
+  local LIB=$NODES # start() reads it
+  {
+    echo "name: comeback"
+    echo "sources: [{id: g, library: $NODES/libt_gen.so, period: 10ms, configuration: {size: 256}, outputs: [out]}]"
+    echo "operators: [{id: r, library: $NODES/libt_relay.so, inputs: [in], outputs: [out]}]"
+    echo "sinks: [{id: k, library: $NODES/libt_count.so, configuration: {summary: \"$T/count.json\"}, inputs: [in]}]"
+    echo "links:"
+    echo "  - {from: {node: g, output: out}, to: {node: r, input: in}}"
+    echo "  - {from: {node: r, output: out}, to: {node: k, input: in}}"
+    echo "mapping: {wa: [g], wb: [r], wc: [k]}"
+  } > "$T/comeback.yaml"
+  for w in wa wb wc; do start $w --lease 1s; done
+  for w in wa wb wc; do wait_for 30 workers_seen $w 3 || fail "$w does not see 3 workers"; done
+  uuid=$("$ZF" deploy "$T/comeback.yaml" --socket "$T/wa.sock") || fail "deploy"
+  sleep 1
+  kill -STOP "$PID_wb"
+  wb_lost() { "$ZF" workers --socket "$T/wa.sock" | grep -q '^wb .* lost '; }
+  wait_for 20 wb_lost || { kill -CONT "$PID_wb"; fail "wa does not see wb lost"; }
+  "$ZF" destroy "$uuid" --socket "$T/wa.sock" > "$T/destroy.txt" 2>&1 || true
+  kill -CONT "$PID_wb"
+  grep -q "worker wb .*unreachable" "$T/destroy.txt" || fail "destroy does not name wb: $(cat "$T/destroy.txt")"
+  grep -q "worker wc .*bytes leaked 0" "$T/destroy.txt" || fail "destroy on wc: $(cat "$T/destroy.txt")"
+  wait_for 60 grep -q "worker 'wb' is back; its part, left when it was lost, is destroyed (0 bytes leaked)" \
+    "$T/wa.log" || fail "wb's part was not destroyed when it came back"
+  ! "$ZF" ls --socket "$T/wb.sock" | grep -q "$uuid" || fail "wb still lists $uuid"
+  stop_all
+  echo "comeback: ok (wb lost at destroy and named; its part destroyed when it came back, 0 bytes leaked)"
+}
+
 # Two hosts: Linux network namespaces joined by a veth pair, made here; the
 # seed pipeline across the two over the veth (no loopback between them).
 # Skipped with a message where namespaces cannot be made (not root, or a
@@ -382,6 +417,7 @@ EOP
 case $WHAT in
 three) three ;;
 kill) kill_one ;;
+comeback) comeback ;;
 signed) signed ;;
 slow) slow 65536; cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slow 256 ;;
 twenty) twenty ;;
@@ -389,6 +425,7 @@ netns) netns ;;
 zenoh) zenoh ;;
 slowdrop) slowdrop ;;
 all) three; cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); kill_one
+     cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); comeback
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); signed
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slow 65536
      cleanup; T=$(mktemp -d /tmp/zf-cluster.XXXXXX); PIDS=(); DOMAIN=$((DOMAIN + 1)); slow 256

@@ -115,9 +115,9 @@ static void on_workers(zf_cluster *c)
         int n = dds_take(c->r_workers, buf, si, 16, 16);
         if (n <= 0)
             return;
-        char lost[16][128];
+        char lost[16][128], joined[16][128];
         bool left[16];
-        size_t n_lost = 0;
+        size_t n_lost = 0, n_joined = 0;
         pthread_mutex_lock(&c->mu);
         for (int i = 0; i < n; i++) {
             const zfi_msg_worker *m = buf[i];
@@ -137,6 +137,8 @@ static void on_workers(zf_cluster *c)
                 if (!p->info.alive) {
                     p->info.since_ns = zf_clock_ns();
                     zfi_log(ZF_LOG_INFO, "cluster", "worker '%s' joined", m->name);
+                    if (n_joined < 16)
+                        snprintf(joined[n_joined++], sizeof joined[0], "%s", m->name);
                 }
                 p->ih = si[i].instance_handle;
                 info_parse(&p->info, m->info);
@@ -167,6 +169,8 @@ static void on_workers(zf_cluster *c)
             if (c->on_lost)
                 c->on_lost(c->lost_arg, lost[i], left[i]);
         }
+        for (size_t i = 0; i < n_joined && c->on_joined; i++)
+            c->on_joined(c->joined_arg, joined[i]);
     }
 }
 
@@ -643,6 +647,8 @@ zf_err zfi_cluster_create(const zf_cluster_options *opt, zf_cluster **out)
     c->handler_arg = opt->handler_arg;
     c->on_lost = opt->on_lost;
     c->lost_arg = opt->lost_arg;
+    c->on_joined = opt->on_joined;
+    c->joined_arg = opt->joined_arg;
     snprintf(c->info, sizeof c->info, "{}");
     if (opt->key_file && zfi_key_load(opt->key_file, &c->key) != ZF_OK) {
         char keep[512];

@@ -93,6 +93,8 @@ struct zf_cluster {
     void *handler_arg;
     zf_cluster_lost_fn on_lost;
     void *lost_arg;
+    zf_cluster_joined_fn on_joined;
+    void *joined_arg;
 
     dds_entity_t pp, t_workers, t_ctl, w_workers, r_workers, w_ctl, r_ctl;
     dds_entity_t ws, guard, rc_workers, rc_ctl;
