@@ -91,7 +91,7 @@ struct zf_node {
     _Atomic uint64_t wake_at_ns; /* free-running source backing off; 0: none */
     uint64_t backoff_ns;         /* its current backoff (worker only) */
     bool waits;                  /* its produce returned ZF_EAGAIN: zf_node_wake calls it */
-    bool woken_style;            /* it ever did (worker only): no handoff after a send */
+    uint32_t waiting_sends;      /* sends left as a waiting source (worker): no handoff */
     atomic_bool done;            /* saw end of stream on every input (or stopped source) */
     bool outputs_closed;         /* under inst->mu */
 
