@@ -50,17 +50,15 @@ static inline __attribute__((always_inline)) zf_err send(zf_node *n, unsigned po
         for (size_t i = 0; i < out->n; i++) {
             if (zfi_link_has_room(out->links[i]))
                 continue;
-            /* A free-running source refused in its produce is parked on
-             * that link's room, as a blocked send parks it: its produce
-             * runs again once there is room (include/zflow/node.h). */
+            /* A free-running source refused in its produce that passes
+             * the ZF_EAGAIN on is parked on that link's room, as a blocked
+             * send parks it (step_source): its produce runs again once
+             * there is room (include/zflow/node.h). */
             bool park = inside && n->decl->kind == ZF_SOURCE && n->desc->period_ns <= 0;
             if (park && zfi_link_want_room(out->links[i]))
                 continue; /* room came meanwhile */
-            if (park) {
-                if (!atomic_load_explicit(&n->parked, memory_order_relaxed))
-                    n->parked_on = out->links[i];
-                atomic_store(&n->parked, true);
-            }
+            if (park && !n->refused_on)
+                n->refused_on = out->links[i];
             return zfi_error(ZF_EAGAIN, "zf_try_send: output '%s' of '%s' is full",
                              n->decl->outputs[port].name, n->desc->id);
         }

@@ -87,6 +87,7 @@ struct zf_node {
     atomic_bool parked; /* an output link is over capacity */
     uint64_t parked_since;
     zf_link *parked_on;          /* the full link that parked it (for blocked time) */
+    zf_link *refused_on;         /* the full link a zf_try_send of its produce was refused by */
     uint64_t next_due_ns;        /* periodic sources: timer thread only */
     _Atomic uint64_t wake_at_ns; /* free-running source backing off; 0: none */
     uint64_t backoff_ns;         /* its current backoff (worker only) */

@@ -480,9 +480,15 @@ static enum step_result step_source(zf_node *n, bool *more)
             return STEP_OK;
         uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed) +
                         atomic_load_explicit(&n->sent_x, memory_order_relaxed);
+        n->refused_on = NULL;
         enum step_result r = call(n, 0, NULL, &now);
         if (r != STEP_OK)
             return r;
+        if (n->refused_on && n->waits && !atomic_load(&n->parked)) {
+            /* it passed a zf_try_send's refusal on: parked on that room */
+            n->parked_on = n->refused_on;
+            atomic_store(&n->parked, true);
+        }
         if (atomic_load(&n->parked)) {
             n->parked_since = zf_clock_ns();
             return STEP_OK;
