@@ -50,11 +50,19 @@ typedef struct zf_node_decl {
     void (*fini)(void *state);
     /** Sources: produce and send. Called every `period`, or free-running
      *  while the outputs have room. NULL for a source that sends from a
-     *  thread of its own (started in init, joined in fini). A free-running
-     *  produce that sent nothing is called again after a backoff (100 us
-     *  doubling to 10 ms); one that returns ZF_EAGAIN (not an error) has
-     *  nothing to send until an event: it is called again at zf_node_wake,
-     *  or after about 10 ms at the latest. */
+     *  thread of its own (started in init, joined in fini). The waits of a
+     *  free-running produce, in process and isolated (the one statement of
+     *  them: the docs point here):
+     *  - it returned ZF_OK having sent nothing: called again after a
+     *    backoff, 100 us doubling to 10 ms;
+     *  - it returned ZF_EAGAIN (not an error): nothing to send until an
+     *    event; called again at zf_node_wake, or at the latest after the
+     *    safety net of 10 ms (in process up to 20: the timer's tick);
+     *  - zf_node_wake ends either wait at once;
+     *  - it passed on the ZF_EAGAIN of a zf_try_send refused for room: it is
+     *    parked as a blocked send parks it, called again once that output
+     *    has room (a wake does not end this wait).
+     *  A stop ends every wait; no produce is called after it. */
     zf_err (*produce)(void *state, zf_node *n);
     /** Operators and sinks: one capsule arrived on in_port. The callback
      *  owns *d: it may keep it, forward it (zf_send NULLs it) or leave it;
@@ -91,7 +99,9 @@ ZF_EXPORT ZF_NODISCARD zf_err zf_send_timeout(zf_node *n, unsigned out_port, zf_
                                               int64_t timeout_ns);
 
 /** Never waits: ZF_EAGAIN when a `block` link of the port is full, and the
- *  caller keeps *d; otherwise as zf_send. */
+ *  caller keeps *d; otherwise as zf_send. In a free-running source's
+ *  produce, the refusal parks the source on that room (see
+ *  zf_node_decl.produce). */
 ZF_EXPORT ZF_NODISCARD zf_err zf_try_send(zf_node *n, unsigned out_port, zf_data **d);
 
 /** Index of the input / output port named `name`, or -1 (none, or n or
@@ -121,11 +131,11 @@ ZF_EXPORT const zf_config *zf_node_config(const zf_node *n);
  *  NULL): sources with their own thread should stop sending and return. */
 ZF_EXPORT bool zf_node_stopping(const zf_node *n);
 
-/** Call source n's produce again now: the end of the wait of a produce
- *  that returned ZF_EAGAIN (or of a backoff). From any thread: another
- *  node's callback (the produce then runs next on that worker, no system
- *  call), a driver's thread. No-op for a NULL n, a node that is not a
- *  source, or before the instance started (start calls every source). */
+/** Call source n's produce again now: ends its ZF_EAGAIN wait or its
+ *  backoff (zf_node_decl.produce says which waits). From any thread:
+ *  another node's callback (the produce then runs next on that worker, no
+ *  system call), a driver's thread. No-op for a NULL n, a node that is not
+ *  a source, or before the instance started (start calls every source). */
 ZF_EXPORT void zf_node_wake(zf_node *n);
 
 /** Log through the process logger, scoped "node <id>"; nothing when no

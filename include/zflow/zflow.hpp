@@ -455,7 +455,10 @@ class Node
 };
 
 /** A source: produce() is called every `period`, or free-running while its
- *  outputs have room. Send with send(port, std::move(data)). */
+ *  outputs have room. Send with send(port, std::move(data)). A produce()
+ *  with nothing to send until an event throws zf::Error(ZF_EAGAIN): the C
+ *  produce returns ZF_EAGAIN, not an error, and it runs again as
+ *  zf_node_decl.produce says (include/zflow/node.h): at wake(). */
 class Source : public Node
 {
   public:
@@ -497,13 +500,16 @@ inline zf_err fail(zf_node *n, const char *where, const char *what) noexcept
     return ZF_ENODE;
 }
 
-/* Run a node call, turning every exception into ZF_ENODE + its what(). */
-template <class F> zf_err guard(zf_node *n, const char *where, F &&f) noexcept
+/* Run a node call, turning every exception into ZF_ENODE + its what();
+ * in produce, zf::Error(ZF_EAGAIN) is ZF_EAGAIN (see Source). */
+template <class F> zf_err guard(zf_node *n, const char *where, F &&f, bool again = false) noexcept
 {
     try {
         f();
         return ZF_OK;
     } catch (const Error &e) {
+        if (again && e.code() == ZF_EAGAIN)
+            return ZF_EAGAIN;
         return fail(n, where, e.what());
     } catch (const std::exception &e) {
         return fail(n, where, e.what());
@@ -541,7 +547,8 @@ inline void fini(void *state) noexcept
 
 template <class C> zf_err produce(void *state, zf_node *n) noexcept
 {
-    return guard(n, "produce", [&] { static_cast<C *>(static_cast<Node *>(state))->produce(); });
+    return guard(
+        n, "produce", [&] { static_cast<C *>(static_cast<Node *>(state))->produce(); }, true);
 }
 
 template <class C> zf_err on_input(void *state, zf_node *n, unsigned port, zf_data **d) noexcept

@@ -900,22 +900,22 @@ static bool wait_reserved(zf_link *l, uint64_t deadline)
 /* Drop queued capsules from the head (all of them, or down to capacity);
  * returns how many. Dropping all, a cell a producer has reserved and not
  * published yet (between its two stores, or preempted there) is waited
- * for, FLUSH_WAIT_NS at most over the whole flush, so what is behind it
+ * for, FLUSH_WAIT_NS at most over the whole flush (*deadline, set at its
+ * first wait, shared by the flushes of one pass), so what is behind it
  * goes too; past that (a producer thread stopped between its claim and its
  * publication) the flush ends at that cell and the rest stays in the link,
  * where the stop report counts it as leaked. */
-static size_t drop_queued(zf_link *l, bool all)
+static size_t drop_queued(zf_link *l, bool all, uint64_t *deadline)
 {
     size_t n = 0;
-    uint64_t deadline = 0;
     for (;;) {
         if (!all && depth_now(l) <= l->capacity)
             break;
         zf_data *d = take_any(l);
         if (!d && all) {
-            if (!deadline)
-                deadline = zf_clock_ns() + FLUSH_WAIT_NS;
-            if (wait_reserved(l, deadline))
+            if (!*deadline)
+                *deadline = zf_clock_ns() + FLUSH_WAIT_NS;
+            if (wait_reserved(l, *deadline))
                 continue;
         }
         if (!d)
@@ -932,12 +932,13 @@ void zfi_link_set_breaker(zf_link *l, bool open)
 {
     atomic_store(&l->breaker, open ? 1u : 0u);
     if (open)
-        drop_queued(l, false);
+        drop_queued(l, false, NULL);
 }
 
-size_t zfi_link_flush(zf_link *l)
+size_t zfi_link_flush(zf_link *l, uint64_t *deadline)
 {
-    return drop_queued(l, true);
+    uint64_t mine = 0;
+    return drop_queued(l, true, deadline ? deadline : &mine);
 }
 
 void zfi_link_add_blocked(zf_link *l, uint64_t ns)

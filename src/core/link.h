@@ -45,8 +45,11 @@ bool zfi_link_want_room(zf_link *l);
  * policy, and never parks its producer. Opening trims the queue to its
  * capacity and wakes a parked producer. */
 void zfi_link_set_breaker(zf_link *l, bool open);
-/* Drop every queued capsule (counted as dropped); returns how many. */
-size_t zfi_link_flush(zf_link *l);
+/* Drop every queued capsule (counted as dropped); returns how many. A cell
+ * reserved and not yet published is waited for until *deadline (ns; 0: set
+ * to 10 ms from the first wait), shared by the flushes of one pass so that
+ * the pass waits 10 ms at most in all; NULL: this flush's own. */
+size_t zfi_link_flush(zf_link *l, uint64_t *deadline);
 /* Bytes counted in (by producers) and out (by consumers) so far: the
  * one-writer counters, read without touching the hot lines' writers. */
 void zfi_link_bytes(const zf_link *l, uint64_t *in, uint64_t *out);

@@ -47,10 +47,21 @@ static inline __attribute__((always_inline)) zf_err send(zf_node *n, unsigned po
             c->ts = zf_clock_ns();
     }
     if (try_only) {
-        for (size_t i = 0; i < out->n; i++)
-            if (!zfi_link_has_room(out->links[i]))
-                return zfi_error(ZF_EAGAIN, "zf_try_send: output '%s' of '%s' is full",
-                                 n->decl->outputs[port].name, n->desc->id);
+        for (size_t i = 0; i < out->n; i++) {
+            if (zfi_link_has_room(out->links[i]))
+                continue;
+            /* A free-running source refused in its produce that passes
+             * the ZF_EAGAIN on is parked on that link's room, as a blocked
+             * send parks it (step_source): its produce runs again once
+             * there is room (include/zflow/node.h). */
+            bool park = inside && n->decl->kind == ZF_SOURCE && n->desc->period_ns <= 0;
+            if (park && zfi_link_want_room(out->links[i]))
+                continue; /* room came meanwhile */
+            if (park && !n->refused_on)
+                n->refused_on = out->links[i];
+            return zfi_error(ZF_EAGAIN, "zf_try_send: output '%s' of '%s' is full",
+                             n->decl->outputs[port].name, n->desc->id);
+        }
     }
     /* The caller's reference moves into the links (fan-out adds one per
      * extra link); drops happen inside them. None of that is node code. */

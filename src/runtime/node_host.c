@@ -58,7 +58,10 @@ typedef struct zfi_host {
     zf_node node;
     size_t *out_ring; /* library output index -> ring (descriptor order) */
     bool fini_asked;
-    atomic_bool woken; /* zf_node_wake since the source's last produce */
+    atomic_bool woken;     /* zf_node_wake since the source's last produce */
+    pthread_t main_thread; /* the one that runs the callbacks */
+    bool producing;        /* it is in produce (read by it only) */
+    zfi_ring *full;        /* the output ring a zf_try_send of that produce found full */
 } zfi_host;
 
 static zfi_host H;
@@ -353,13 +356,20 @@ zf_err zfi_host_alloc(zf_node *n, size_t len, zf_data **out)
     return e;
 }
 
-/* An input waits (the child has work: it does not linger). */
+/* An input waits (the child has work: it does not linger). The input
+ * rings' private positions are the main thread's (it takes under mu): a
+ * node's own thread sending reads them under mu. */
 static bool input_waiting(void)
 {
-    for (size_t i = 0; i < H.m.n_in; i++)
-        if (zfi_ring_ready(&H.m.in[i]))
-            return true;
-    return false;
+    bool mine = pthread_equal(pthread_self(), H.main_thread);
+    bool any = false;
+    if (!mine)
+        pthread_mutex_lock(&H.mu);
+    for (size_t i = 0; i < H.m.n_in && !any; i++)
+        any = zfi_ring_ready(&H.m.in[i]);
+    if (!mine)
+        pthread_mutex_unlock(&H.mu);
+    return any;
 }
 
 /* Whether a worker still spinning takes the cell at `pos` - 1 within
@@ -409,9 +419,13 @@ zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
         pthread_mutex_lock(&H.mu);
         bool ok = zfi_ring_room(r, &room);
         pthread_mutex_unlock(&H.mu);
-        if (ok && !room)
+        if (ok && !room) {
+            if (pthread_equal(pthread_self(), H.main_thread) && H.producing &&
+                n->desc->period_ns <= 0)
+                H.full = r; /* a ZF_EAGAIN produce then waits for its room */
             return zfi_error(ZF_EAGAIN, "zf_try_send: output %u of '%s' is full", port,
                              n->desc->id);
+        }
     }
     *d = NULL;
     if (c->kind != ZFI_KIND_REMOTE) {
@@ -583,12 +597,20 @@ static bool started_or_msg(void *arg)
            stop_or_msg(NULL);
 }
 
+/* A produce's zf_try_send found output ring `full` without room: it runs
+ * again once that ring has room, as a blocked send resumes (or at a stop,
+ * or a message). */
+static bool room_or_stop(void *arg)
+{
+    return has_room(arg) || stop_or_msg(NULL);
+}
+
 static void source_loop(void)
 {
     zf_node *n = &H.node;
     int64_t backoff = 0;
     uint64_t next = 0;
-    bool started_once = false, waits = false;
+    bool started_once = false, waits = false, waited = false;
     for (;;) {
         catch_up();
         if (H.fini_asked)
@@ -624,21 +646,31 @@ static void source_loop(void)
             next += (uint64_t)n->desc->period_ns;
             if (next < now)
                 next = now; /* fell behind: no burst to catch up */
-        } else if (waits) {
-            /* produce said ZF_EAGAIN: until zf_node_wake (at most 10 ms) */
-            wait_child(woken_or_stop, NULL, MAX_BACKOFF_NS, NULL);
-        } else if (backoff) {
-            wait_child(stop_or_msg, NULL, backoff, NULL);
+        } else if (!waited && (H.full || waits || backoff)) {
+            /* The waits of include/zflow/node.h (produce): a zf_node_wake
+             * ends the ZF_EAGAIN wait and the backoff alike. */
+            if (H.full)
+                wait_child(room_or_stop, H.full, -1, NULL);
+            else
+                wait_child(woken_or_stop, NULL, waits ? MAX_BACKOFF_NS : backoff, NULL);
+            waited = true;
+            continue; /* the top sees a stop first: no produce after it */
         }
+        waited = false;
+        H.full = NULL;
         uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed);
         n->error_msg[0] = '\0';
         atomic_store_explicit(&H.woken, false, memory_order_seq_cst);
+        H.producing = true;
         busy(true);
         zf_err e = n->decl->produce(n->state, n);
         busy(false);
+        H.producing = false;
         waits = e == ZF_EAGAIN && n->desc->period_ns <= 0;
         if (e == ZF_EAGAIN)
             e = ZF_OK; /* nothing to send until an event: not an error */
+        else
+            H.full = NULL; /* it did not pass the refusal on */
         if (e != ZF_OK && !(e == ZF_ECLOSED && (flags & ZFI_RT_STOP)))
             report_error(e, "produce");
         if (waits)
@@ -772,6 +804,7 @@ int zf_node_host_main(int argc, char **argv)
     (void)argc;
     (void)argv;
     H.sock = HOST_SOCK;
+    H.main_thread = pthread_self();
     /* stdout and stderr are pipes into the node's log: a line reaches it
      * when it is written, as on a terminal (Python's too). */
     setvbuf(stdout, NULL, _IOLBF, 0);

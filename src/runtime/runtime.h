@@ -87,11 +87,12 @@ struct zf_node {
     atomic_bool parked; /* an output link is over capacity */
     uint64_t parked_since;
     zf_link *parked_on;          /* the full link that parked it (for blocked time) */
+    zf_link *refused_on;         /* the full link a zf_try_send of its produce was refused by */
     uint64_t next_due_ns;        /* periodic sources: timer thread only */
     _Atomic uint64_t wake_at_ns; /* free-running source backing off; 0: none */
     uint64_t backoff_ns;         /* its current backoff (worker only) */
     bool waits;                  /* its produce returned ZF_EAGAIN: zf_node_wake calls it */
-    bool woken_style;            /* it ever did (worker only): no handoff after a send */
+    uint32_t waiting_sends;      /* sends left as a waiting source (worker): no handoff */
     atomic_bool done;            /* saw end of stream on every input (or stopped source) */
     bool outputs_closed;         /* under inst->mu */
 

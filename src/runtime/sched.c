@@ -29,6 +29,10 @@
 #define SPIN_NS        30000u
 #define MAX_BACKOFF_NS 10000000ull
 #define BUSY_SAMPLE    64
+/* A source that waits (its produce returns ZF_EAGAIN) sends from no
+ * produce that sleeps: no handoff after its sends. Past this many sends
+ * with no wait between them, it is free-running again. */
+#define WAITING_SPAN 64u
 
 ZFI_TLS zf_node *zfi_tls_node;
 static ZFI_TLS bool tls_retire;
@@ -476,9 +480,15 @@ static enum step_result step_source(zf_node *n, bool *more)
             return STEP_OK;
         uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed) +
                         atomic_load_explicit(&n->sent_x, memory_order_relaxed);
+        n->refused_on = NULL;
         enum step_result r = call(n, 0, NULL, &now);
         if (r != STEP_OK)
             return r;
+        if (n->refused_on && n->waits && !atomic_load(&n->parked)) {
+            /* it passed a zf_try_send's refusal on: parked on that room */
+            n->parked_on = n->refused_on;
+            atomic_store(&n->parked, true);
+        }
         if (atomic_load(&n->parked)) {
             n->parked_since = zf_clock_ns();
             return STEP_OK;
@@ -491,7 +501,7 @@ static enum step_result step_source(zf_node *n, bool *more)
         if (n->waits) {
             /* Until zf_node_wake notifies it; the timer thread's next tick
              * (no kick: no system call here) is the safety net. */
-            n->woken_style = true;
+            n->waiting_sends = WAITING_SPAN;
             n->backoff_ns = 0;
             atomic_store(&n->wake_at_ns, zf_clock_ns() + MAX_BACKOFF_NS);
             return STEP_OK;
@@ -510,7 +520,9 @@ static enum step_result step_source(zf_node *n, bool *more)
             return STEP_OK;
         }
         n->backoff_ns = 0;
-        if (!n->woken_style && handoff_due()) /* (a waking source does not sleep in produce) */
+        if (n->waiting_sends)
+            n->waiting_sends--; /* (a waiting source does not sleep in produce) */
+        else if (handoff_due())
             break;
     }
     *more = !atomic_load(&inst->sources_stopped);

@@ -61,8 +61,9 @@ static void cut_out_hung(zf_instance *inst)
         pthread_mutex_unlock(&inst->mu);
         if (closed)
             continue;
+        uint64_t flush_by = 0; /* one bound for the node's inputs */
         for (size_t p = 0; p < n->n_in; p++)
-            zfi_link_flush(n->in[p]);
+            zfi_link_flush(n->in[p], &flush_by);
         zfi_node_close_outputs(n);
         if (n->decl->kind == ZF_SINK && !atomic_exchange(&n->done, true))
             zfi_instance_sink_done(inst);
@@ -409,8 +410,9 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     /* 4. fini, release, measure. */
     zfi_instance_fini_nodes(inst, &r);
     remove_from_runtime(inst);
+    uint64_t flush_by = 0; /* one bound for the pass, not one per link */
     for (size_t i = 0; i < inst->n_links; i++)
-        zfi_link_flush(inst->links[i]);
+        zfi_link_flush(inst->links[i], &flush_by);
     zfi_recorders_settle(inst, inst->drain_timeout_ns);
     zfi_recorders_stop_owned(inst); /* `record:` links: their files are whole */
     after = totals(inst);

@@ -376,6 +376,42 @@ void pinned_lambdas_release_once_per_capsule_in_a_pipeline()
     CHECK_EQ(rep.bytes_leaked, 0);
 }
 
+/* A C++ source with nothing to send throws zf::Error(ZF_EAGAIN):
+ * produce returns ZF_EAGAIN, not an error, and wake() calls it again; in
+ * process and isolated (tests/cpp/nodes/cpp_woken.cpp). */
+void eagain_in_produce_waits_for_wake_not_an_error()
+{
+    for (int isolated = 0; isolated < 2; isolated++) {
+        const char *g = zt_tmp_path("cwoken.json"), *s = zt_tmp_path("cwsink.json");
+        std::string yaml = std::string("name: cpp-woken\n"
+                                       "sources:\n"
+                                       "  - id: src\n"
+                                       "    library: \"{{ NODES }}/libt_cpp_woken.so\"\n") +
+                           (isolated ? "    isolation: process\n" : "") +
+                           "    configuration: {count: 200, summary: \"" + g +
+                           "\"}\n"
+                           "    outputs: [out]\n"
+                           "sinks:\n"
+                           "  - id: sink\n"
+                           "    library: \"{{ NODES }}/libt_count.so\"\n"
+                           "    configuration: {summary: \"" +
+                           s +
+                           "\"}\n"
+                           "    inputs: [in]\n"
+                           "links:\n"
+                           "  - {from: {node: src, output: out}, to: {node: sink, input: in}}\n";
+        zf_node_stats src;
+        zf_stop_report rep = run_until(yaml, "sink", 200, &src, "src");
+        std::printf("  %s: %lld produce calls, %llu errors\n", isolated ? "isolated" : "in process",
+                    zt_summary(g, "produce_calls"), (unsigned long long)src.errors);
+        CHECK_EQ(src.errors, 0);
+        CHECK_EQ(zt_summary(g, "sent"), 200);
+        CHECK_EQ(zt_summary(s, "count"), 200);
+        CHECK(zt_summary(g, "produce_calls") <= 3 * 200 + 300); /* no busy loop */
+        CHECK_EQ(rep.bytes_leaked, 0);
+    }
+}
+
 void exception_in_on_input_is_a_counted_error_with_its_message()
 {
     struct Case {
@@ -501,6 +537,8 @@ const Entry cases[] = {
     {"exception_in_constructor_fails_the_load_with_its_message",
      exception_in_constructor_fails_the_load_with_its_message},
     {"cpp_detect_runs_the_seed_pipeline", cpp_detect_runs_the_seed_pipeline},
+    {"eagain_in_produce_waits_for_wake_not_an_error",
+     eagain_in_produce_waits_for_wake_not_an_error},
 };
 
 } // namespace

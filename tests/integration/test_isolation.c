@@ -202,23 +202,11 @@ ZT_CASE(isolated_python_source_copies_once)
     const char *modes[] = {"bytearray", "bytes"};
     for (int i = 0; i < 2; i++) {
         const char *ssum = zt_tmp_path("isrc.json"), *sum = zt_tmp_path("icount.json");
-        char yaml[2048];
-        snprintf(yaml, sizeof yaml,
-                 "name: iso-py-%s\n"
-                 "sources:\n"
-                 "  - id: src\n"
-                 "    python: \"{{ SRC }}/tests/python/source.py\"\n"
-                 "    isolation: process\n"
-                 "    configuration: {count: 300, size: 4096, mode: %s, summary: \"%s\"}\n"
-                 "    outputs: [out]\n"
-                 "sinks:\n"
-                 "  - id: sink\n"
-                 "    library: \"{{ NODES }}/libt_count.so\"\n"
-                 "    configuration: {summary: \"%s\"}\n"
-                 "    inputs: [in]\n"
-                 "links:\n"
-                 "  - {from: {node: src, output: out}, to: {node: sink, input: in}}\n",
-                 modes[i], modes[i], ssum, sum);
+        zt_node nodes[] = {
+            {"src", "python: \"{{ SRC }}/tests/python/source.py\"\n    isolation: process",
+             zt_fmt("count: 300, size: 4096, mode: %s, summary: \"%s\"", modes[i], ssum), NULL},
+            {"sink", ZT_LIB("count"), zt_fmt("summary: \"%s\"", sum), NULL}};
+        const char *yaml = zt_chain(zt_fmt("iso-py-%s", modes[i]), nodes, 2, false);
         zf_flow *f;
         zf_instance *inst = zt_launch(runtime(), yaml, extra_vars(), &f);
         ZT_CHECK(inst);
@@ -236,6 +224,32 @@ ZT_CASE(isolated_python_source_copies_once)
     }
 }
 
+/* Source `src` (tests/nodes/woken.c with `cfg`, isolated or not) into a
+ * counting sink (link `queue`): run until the sink counted `n`, then stop;
+ * the seconds it took. The summaries: woken.json, wcount.json. */
+static double run_woken(bool isolated, const char *cfg, const char *queue, const char *sink_cfg,
+                        long long n)
+{
+    zt_node nodes[] = {
+        {"src", isolated ? ZT_LIB("woken") "\n    isolation: process" : ZT_LIB("woken"),
+         zt_fmt("%s, summary: \"%s\"", cfg, zt_tmp_path("woken.json")), queue},
+        {"sink", ZT_LIB("count"),
+         zt_fmt("%s%ssummary: \"%s\"", sink_cfg, *sink_cfg ? ", " : "", zt_tmp_path("wcount.json")),
+         NULL}};
+    zf_flow *f;
+    uint64_t t0 = zf_clock_ns();
+    zf_instance *inst = zt_launch(runtime(), zt_chain("woken", nodes, 2, false), extra_vars(), &f);
+    ZT_CHECK(inst);
+    if (!inst)
+        return -1;
+    ZT_CHECK(zt_wait_callbacks(inst, "sink", (uint64_t)n, 20000));
+    double secs = (double)(zf_clock_ns() - t0) / 1e9;
+    finish(inst, f);
+    ZT_EQ(zt_summary(zt_tmp_path("wcount.json"), "count"), n);
+    ZT_EQ(zt_summary(zt_tmp_path("wcount.json"), "out_of_order"), 0);
+    return secs;
+}
+
 /* A source with nothing to send until an event (produce returns
  * ZF_EAGAIN) runs when its own thread wakes it (zf_node_wake), in process
  * and isolated: 200 grants, each sent at once (the safety net alone would
@@ -243,42 +257,55 @@ ZT_CASE(isolated_python_source_copies_once)
 ZT_CASE(a_waiting_source_runs_when_woken)
 {
     for (int isolated = 0; isolated < 2; isolated++) {
-        const char *ssum = zt_tmp_path("woken.json"), *sum = zt_tmp_path("wcount.json");
-        char yaml[2048];
-        snprintf(yaml, sizeof yaml,
-                 "name: woken-%d\n"
-                 "sources:\n"
-                 "  - id: src\n"
-                 "    library: \"{{ NODES }}/libt_woken.so\"\n"
-                 "%s"
-                 "    configuration: {count: 200, summary: \"%s\"}\n"
-                 "    outputs: [out]\n"
-                 "sinks:\n"
-                 "  - id: sink\n"
-                 "    library: \"{{ NODES }}/libt_count.so\"\n"
-                 "    configuration: {summary: \"%s\"}\n"
-                 "    inputs: [in]\n"
-                 "links:\n"
-                 "  - {from: {node: src, output: out}, to: {node: sink, input: in}}\n",
-                 isolated, isolated ? "    isolation: process\n" : "", ssum, sum);
-        zf_flow *f;
-        uint64_t t0 = zf_clock_ns();
-        zf_instance *inst = zt_launch(runtime(), yaml, extra_vars(), &f);
-        ZT_CHECK(inst);
-        if (!inst)
-            return;
-        ZT_CHECK(zt_wait_callbacks(inst, "sink", 200, 20000));
-        double secs = (double)(zf_clock_ns() - t0) / 1e9;
-        finish(inst, f);
+        const char *ssum = zt_tmp_path("woken.json");
+        double secs = run_woken(isolated, "count: 200", NULL, "", 200);
         long long calls = zt_summary(ssum, "produce_calls");
         printf("  %s: 200 grants in %.3f s, %lld produce calls, slowest %.2f ms\n",
                isolated ? "isolated" : "in process", secs, calls,
                (double)zt_summary(ssum, "wait_ns") / 1e6);
         ZT_EQ(zt_summary(ssum, "sent"), 200);
-        ZT_EQ(zt_summary(sum, "count"), 200);
-        ZT_EQ(zt_summary(sum, "out_of_order"), 0);
         ZT_CHECK(secs < 1.5);
         ZT_CHECK(calls >= 200 && calls <= 3 * 200 + 300);
+    }
+}
+
+/* zf_node_wake ends a backoff too: a produce that returned ZF_OK having
+ * sent nothing (backing off up to 10 ms) runs at the wake. Grants 20 ms
+ * apart, so that the backoff has grown to 10 ms at each: ended by the
+ * wake, a grant waits microseconds; by the backoff alone, 5 ms on
+ * average. */
+ZT_CASE(a_wake_ends_a_backoff)
+{
+    for (int isolated = 0; isolated < 2; isolated++) {
+        const char *ssum = zt_tmp_path("woken.json");
+        run_woken(isolated, "count: 30, gap_us: 20000, idle_ok: true", NULL, "", 30);
+        double mean_ms = (double)zt_summary(ssum, "wait_mean_ns") / 1e6;
+        printf("  %s: grant to send %.3f ms on average, slowest %.2f ms\n",
+               isolated ? "isolated" : "in process", mean_ms,
+               (double)zt_summary(ssum, "wait_ns") / 1e6);
+        ZT_EQ(zt_summary(ssum, "sent"), 30);
+        ZT_CHECK(mean_ms < 2.5);
+    }
+}
+
+/* A free-running source that passes zf_try_send's ZF_EAGAIN on (its output
+ * full) runs again when that output has room, as a blocked send resumes,
+ * not at the 10 ms safety net: a sink taking 300 us a capsule through a
+ * link of 2, in process and isolated (the child's output ring, 256 cells,
+ * full). */
+ZT_CASE(a_refused_try_send_resumes_on_room)
+{
+    for (int isolated = 0; isolated < 2; isolated++) {
+        const char *ssum = zt_tmp_path("woken.json");
+        run_woken(isolated, "count: 600, flood: true", "capacity: 2, policy: block",
+                  "delay_us: 300", 600);
+        double mean_ms = (double)zt_summary(ssum, "retry_mean_ns") / 1e6;
+        long long refusals = zt_summary(ssum, "refusals");
+        printf("  %s: %lld refusals, refusal to retry %.3f ms on average\n",
+               isolated ? "isolated" : "in process", refusals, mean_ms);
+        ZT_EQ(zt_summary(ssum, "sent"), 600);
+        ZT_CHECK(refusals > 0);
+        ZT_CHECK(mean_ms < 4.0);
     }
 }
 
@@ -763,6 +790,7 @@ ZT_CASE(teardown)
 }
 
 ZT_MAIN(ZT_ENTRY(seed_detect_isolated), ZT_ENTRY(a_waiting_source_runs_when_woken),
+        ZT_ENTRY(a_wake_ends_a_backoff), ZT_ENTRY(a_refused_try_send_resumes_on_room),
         ZT_ENTRY(seed_detect_isolated_pinned), ZT_ENTRY(seed_detect_isolated_python),
         ZT_ENTRY(isolated_python_source_copies_once),
         ZT_ENTRY(poison_message_fails_after_max_restarts),

@@ -168,23 +168,9 @@ ZT_CASE(suspend_stops_sources_resume_continues_nothing_lost)
 {
     setup();
     const char *sum = zt_tmp_path("suspend.json");
-    char yaml[2048];
-    snprintf(yaml, sizeof yaml,
-             "name: suspend\n"
-             "sources:\n"
-             "  - id: gen\n"
-             "    library: \"{{ NODES }}/libt_gen.so\"\n"
-             "    period: 2ms\n"
-             "    outputs: [out]\n"
-             "sinks:\n"
-             "  - id: sink\n"
-             "    library: \"{{ NODES }}/libt_count.so\"\n"
-             "    configuration: {summary: \"%s\"}\n"
-             "    inputs: [in]\n"
-             "links:\n"
-             "  - {from: {node: gen, output: out}, to: {node: sink, input: in}}\n",
-             sum);
-    zf_flow *f = zt_flow(yaml, NULL, NULL, NULL);
+    zt_node nodes[] = {{"gen", ZT_LIB("gen") "\n    period: 2ms", NULL, NULL},
+                       {"sink", ZT_LIB("count"), zt_fmt("summary: \"%s\"", sum), NULL}};
+    zf_flow *f = zt_flow(zt_chain("suspend", nodes, 2, false), NULL, NULL, NULL);
     zf_instance *inst = zt_start(rt, f, NULL);
     ZT_CHECK(inst);
     ZT_CHECK(zt_wait_callbacks(inst, "sink", 20, 5000));

@@ -225,7 +225,7 @@ static void *chaos(void *arg)
             zfi_link_set_breaker(S.l, false);
             break;
         case 1:
-            zfi_link_flush(S.l);
+            zfi_link_flush(S.l, NULL);
             break;
         default:
             sched_yield();
