@@ -380,12 +380,16 @@ zf_err zf_pool_alloc(zf_pool *p, size_t len, zf_data **out)
         d->cap = block - ZFI_HDR_SIZE;
     } else {
         block = zfi_large_size(len);
-        if (!reserve(p, r, block))
-            goto cap;
-        zf_err err = zfi_large_alloc(p, block, &d);
-        if (err != ZF_OK) {
-            unreserve(p, r, block);
-            return alloc_fail(p, err);
+        d = zfi_large_cached(p, r, block);
+        if (!d) {
+            /* Refused: the segments this thread caches go back first. */
+            if (!reserve(p, r, block) && !(zfi_large_flush(p, r) && reserve(p, r, block)))
+                goto cap;
+            zf_err err = zfi_large_alloc(p, block, &d);
+            if (err != ZF_OK) {
+                unreserve(p, r, block);
+                return alloc_fail(p, err);
+            }
         }
         d->kind = ZFI_KIND_LARGE;
         d->cls = 0;
@@ -431,6 +435,7 @@ void zfi_pool_free(zf_data *d)
     uint32_t slot = p->slot, gen = p->gen;
     size_t block = block_size(d);
     zfi_trec *r = rec_get(p);
+    bool kept = false; /* a large segment the thread caches keeps its reservation */
 #ifdef ZF_DEBUG_POISON
     /* Small blocks wait, marked dead, in the pool's quarantine before they
      * can be handed out again (not once the pool is orphaned: nobody would
@@ -445,10 +450,10 @@ void zfi_pool_free(zf_data *d)
         if (evicted)
             zfi_mag_recycle(p, r, evicted);
     } else {
-        zfi_mag_recycle(p, r, d);
+        kept = zfi_mag_recycle(p, r, d);
     }
 #else
-    zfi_mag_recycle(p, r, d);
+    kept = zfi_mag_recycle(p, r, d);
 #endif
     if (ZFI_UNLIKELY(!r)) {
         /* No record (out of memory): count the free against the pool under
@@ -459,7 +464,8 @@ void zfi_pool_free(zf_data *d)
         atomic_fetch_sub_explicit(&p->reserved, block, memory_order_relaxed);
         pthread_mutex_unlock(&zfi_pool_table_mu);
     } else {
-        unreserve(p, r, block);
+        if (!kept)
+            unreserve(p, r, block);
         bump(&r->bytes_freed, block);
         bump_release(&r->frees, 1);
     }

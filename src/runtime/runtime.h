@@ -28,10 +28,11 @@ enum zfi_sched { ZFI_IDLE = 0, ZFI_QUEUED = 1, ZFI_RUNNING = 2, ZFI_RUNNING_NOTI
 /* A scheduling step runs a node for up to ZFI_BATCH callbacks; an operator
  * or sink takes its input capsules one at a time from its links (each take
  * is one claim on the lock-free ring, so nothing is ever taken and not
- * delivered), until ZFI_BATCH capsules or ZFI_BATCH_BYTES bytes (large
- * frames go one per step). */
-#define ZFI_BATCH       32
-#define ZFI_BATCH_BYTES 65536u
+ * delivered), until ZFI_BATCH capsules or the timer's clock (ZFI_TICK_NS)
+ * moves: a step of slow callbacks ends within a tick and one callback,
+ * whatever the capsules' size (zero copy: a capsule's size is not its
+ * cost). */
+#define ZFI_BATCH 32
 
 /* Why a node is DEGRADED (bits: several may hold at once). */
 enum { ZFI_DEG_HUNG = 1, ZFI_DEG_ERRORS = 2, ZFI_DEG_DOWN = 4 /* its process died */ };

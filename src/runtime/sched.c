@@ -529,18 +529,20 @@ static enum step_result step_source(zf_node *n, bool *more)
     return STEP_OK;
 }
 
-/* Deliver up to ZFI_BATCH capsules (and ZFI_BATCH_BYTES bytes, at least
- * one), taking them one at a time round robin over the inputs: a take is
- * one claim on the lock-free ring, so a step never holds capsules it has
- * not delivered, and a stop or a park between two callbacks leaves the
- * rest in the link, in order, where the breaker and the stop reach it. */
+/* Deliver up to ZFI_BATCH capsules, while the timer thread's clock has not
+ * moved since the step began (at least one), taking them one at a time
+ * round robin over the inputs: a take is one claim on the lock-free ring,
+ * so a step never holds capsules it has not delivered, and a stop or a
+ * park between two callbacks leaves the rest in the link, in order, where
+ * the breaker and the stop reach it. */
 static enum step_result step_consumer(zf_node *n, bool *more)
 {
-    uint64_t now = 0; /* coarse clock, shared by consecutive callbacks */
-    uint64_t bytes = 0;
+    /* coarse clock, shared by consecutive callbacks: the step's start */
+    uint64_t start = atomic_load_explicit(&n->inst->rt->now_ns, memory_order_relaxed);
+    uint64_t now = start;
     if (!n->decl->on_input)
         return STEP_OK; /* a system sink that takes from its links itself */
-    for (int k = 0; k < ZFI_BATCH && bytes < ZFI_BATCH_BYTES; k++) {
+    for (int k = 0; k < ZFI_BATCH && (k == 0 || now == start); k++) {
         if (atomic_load_explicit(&n->parked, memory_order_relaxed) ||
             atomic_load_explicit(&n->inst->halted, memory_order_relaxed))
             break;
@@ -569,7 +571,6 @@ static enum step_result step_consumer(zf_node *n, bool *more)
             return STEP_OK;
         }
         n->rr = port + 1 < n->n_in ? (unsigned)(port + 1) : 0;
-        bytes += d->len;
         atomic_store_explicit(&d->owner, zfi_owner_pack(n->index, (long)port),
                               memory_order_relaxed);
         enum step_result r = call(n, (unsigned)port, &d, &now);
