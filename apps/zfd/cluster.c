@@ -743,6 +743,8 @@ static char *cluster_op(zfd_daemon *d, const zf_request *req, const char *uuid, 
                  fo.errors[i] ? fo.errors[i] : m);
     }
     char *resp = NULL;
+    if (req->op == ZF_OP_DESTROY) /* even when nobody answered */
+        zfd_returning_keep(d, fo.n, fo.workers, fo.replies, uuid, b);
     zf_json_writer *w = zf_json_writer_new();
     if (!answered) {
         resp =
@@ -818,7 +820,6 @@ static char *cluster_op(zfd_daemon *d, const zf_request *req, const char *uuid, 
         }
         zf_json_close(w);
     } else if (req->op == ZF_OP_DESTROY) {
-        zfd_returning_keep(d, fo.n, fo.workers, fo.replies, uuid, b);
         const zf_config *reps[512];
         size_t nr = 0;
         zf_json_open_array(w, "per_worker");

@@ -537,6 +537,12 @@ zf_err zf_pool_reserve(zf_pool *p, size_t len, size_t count)
     for (size_t i = 0; i < n; i++)
         zf_data_unref(held[i]);
     free(held);
+    /* Large segments freed here went to this thread's cache: hand them to
+     * the pool, where every thread finds them (this thread, a node's init,
+     * may never allocate that size again). */
+    zfi_trec *r = rec_get(p);
+    if (r)
+        zfi_large_flush(p, r);
     return err;
 }
 

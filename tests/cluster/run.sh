@@ -295,9 +295,10 @@ comeback() {
   kill -CONT "$PID_wb"
   grep -q "worker wb .*unreachable" "$T/destroy.txt" || fail "destroy does not name wb: $(cat "$T/destroy.txt")"
   grep -q "worker wc .*bytes leaked 0" "$T/destroy.txt" || fail "destroy on wc: $(cat "$T/destroy.txt")"
-  wait_for 60 grep -q "worker 'wb' is back; its part, left when it was lost, is destroyed (0 bytes leaked)" \
+  wait_for 60 grep -q "worker 'wb': its part, which the destroy could not reach, is destroyed now (0 bytes leaked)" \
     "$T/wa.log" || fail "wb's part was not destroyed when it came back"
-  ! "$ZF" ls --socket "$T/wb.sock" | grep -q "$uuid" || fail "wb still lists $uuid"
+  "$ZF" ls --socket "$T/wb.sock" > "$T/ls.txt" || fail "ls on wb: $(cat "$T/ls.txt")"
+  ! grep -q "$uuid" "$T/ls.txt" || fail "wb still lists $uuid: $(cat "$T/ls.txt")"
   stop_all
   echo "comeback: ok (wb lost at destroy and named; its part destroyed when it came back, 0 bytes leaked)"
 }

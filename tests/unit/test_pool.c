@@ -144,6 +144,59 @@ ZT_CASE(large_segments_freed_by_another_thread_are_reused)
     zf_pool_destroy(p);
 }
 
+/* zf_pool_reserve's segments go to the pool, not to the reserving thread's
+ * cache: another thread gets every one of them while the reserving thread
+ * lives on (a node's init, say, that never allocates that size again). */
+typedef struct {
+    zf_pool *p;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int phase; /* 1: reserved; 2: may exit */
+    zf_err err;
+} reserver_arg;
+
+static void *reserver(void *arg)
+{
+    reserver_arg *a = arg;
+    zf_err e = zf_pool_reserve(a->p, 10u << 20, 8);
+    pthread_mutex_lock(&a->mu);
+    a->err = e;
+    a->phase = 1;
+    pthread_cond_broadcast(&a->cv);
+    while (a->phase != 2)
+        pthread_cond_wait(&a->cv, &a->mu);
+    pthread_mutex_unlock(&a->mu);
+    return NULL;
+}
+
+ZT_CASE(reserved_large_segments_reach_every_thread)
+{
+    reserver_arg a = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+    ZT_OK(zf_pool_create(NULL, &a.p));
+    pthread_t t;
+    ZT_EQ(pthread_create(&t, NULL, reserver, &a), 0);
+    pthread_mutex_lock(&a.mu);
+    while (a.phase != 1)
+        pthread_cond_wait(&a.cv, &a.mu);
+    pthread_mutex_unlock(&a.mu);
+    ZT_OK(a.err);
+    uint64_t segs = stats(a.p).segments;
+    ZT_EQ(segs, 8);
+    zf_data *d[8];
+    for (int i = 0; i < 8; i++)
+        ZT_OK(zf_pool_alloc(a.p, 10u << 20, &d[i]));
+    ZT_EQ(stats(a.p).segments, segs); /* none mapped anew */
+    for (int i = 0; i < 8; i++)
+        zf_data_unref(d[i]);
+    pthread_mutex_lock(&a.mu);
+    a.phase = 2;
+    pthread_cond_broadcast(&a.cv);
+    pthread_mutex_unlock(&a.mu);
+    ZT_EQ(pthread_join(t, NULL), 0);
+    ZT_EQ(stats(a.p).bytes_in_use, 0);
+    zf_pool_destroy(a.p);
+}
+
 /* Segments a thread keeps are reserved, and given back when the cap would
  * refuse that thread: cached bytes never cost it an allocation. */
 ZT_CASE(cached_large_segments_yield_to_the_cap)
@@ -263,4 +316,5 @@ ZT_MAIN(ZT_ENTRY(size_classes_from_64_bytes), ZT_ENTRY(reused_large_segment_acco
         ZT_ENTRY(pool_outlives_destroy_while_capsules_live), ZT_ENTRY(many_pools),
         ZT_ENTRY(large_segment_freed_last_comes_back_first),
         ZT_ENTRY(large_segments_freed_by_another_thread_are_reused),
+        ZT_ENTRY(reserved_large_segments_reach_every_thread),
         ZT_ENTRY(cached_large_segments_yield_to_the_cap))
