@@ -213,8 +213,9 @@ static void *send_main(void *arg)
                     w->uuid, w->worker, w->tries);
             waiting_free(w);
         } else {
-            put(w);
-            pause_s(1u << (w->tries - 1)); /* 1, 2, 4 s */
+            unsigned s = 1u << (w->tries - 1); /* 1, 2, 4 s */
+            put(w);                            /* (w may be freed here) */
+            pause_s(s);
         }
     }
     R.sending--;
