@@ -73,17 +73,10 @@ void zfi_large_unmap(zf_pool *p, zfi_large_ent *e)
     e->size = 0;
 }
 
-/* Bucket b's segment size. */
-static size_t bucket_size(unsigned b)
-{
-    return ((size_t)1 << (b / 8 + 20)) / 8 * (8 + b % 8);
-}
-
 /* A free segment of bucket b (the hot word if it holds one, then the
- * bucket's stack, then a magazine the threads handed back, whose other
- * segments go onto the stack), or UINT32_MAX. acquire: what its last
- * holder wrote, before it freed it, happens before what the new one
- * writes. */
+ * bucket's stack), or
+ * UINT32_MAX. acquire: what its last holder wrote, before it freed it,
+ * happens before what the new one writes. */
 static uint32_t large_take(zf_pool *p, unsigned b)
 {
     uint64_t x = atomic_load_explicit(&p->large_hot, memory_order_relaxed);
@@ -91,18 +84,7 @@ static uint32_t large_take(zf_pool *p, unsigned b)
         atomic_compare_exchange_strong_explicit(&p->large_hot, &x, 0, memory_order_acquire,
                                                 memory_order_relaxed))
         return (uint32_t)x - 1;
-    uint32_t id = stack_pop(p, &p->zfi_large_free[b], large_link);
-    if (id != UINT32_MAX)
-        return id;
-    uint32_t mid = stack_pop(p, &p->large_mags[b], mag_link);
-    if (mid == UINT32_MAX)
-        return UINT32_MAX;
-    zfi_mag *m = mag_at(p, mid);
-    id = m->blk[--m->count];
-    while (m->count)
-        stack_push(p, &p->zfi_large_free[b], m->blk[--m->count], large_link);
-    stack_push(p, &p->large_mags_empty, mid, mag_link);
-    return id;
+    return stack_pop(p, &p->zfi_large_free[b], large_link);
 }
 
 /* Unmap cached segments (other sizes first) until mapping `incoming` more
@@ -189,7 +171,9 @@ zf_err zfi_large_alloc(zf_pool *p, size_t size, zf_data **out)
     unsigned b = large_bucket(size);
     uint32_t id = UINT32_MAX;
     for (unsigned k = 0; k < 3 && id == UINT32_MAX && b + k < LARGE_BUCKETS; k++) {
-        if (bucket_size(b + k) > size + size / 4)
+        unsigned l = (b + k) / 8 + 20;
+        size_t bsize = ((size_t)1 << l) / 8 * (8 + (b + k) % 8);
+        if (bsize > size + size / 4)
             break;
         id = large_take(p, b + k);
     }
@@ -206,124 +190,16 @@ zf_err zfi_large_alloc(zf_pool *p, size_t size, zf_data **out)
     return ZF_OK;
 }
 
-/* ---- threads' magazines of large segments ----
- *
- * A thread that frees a large segment keeps it, with its reservation, in a
- * magazine of its own (one size at a time, up to LARGE_MAG_BYTES or 1/16
- * of max_bytes); its next allocation of that size takes the most recently
- * freed one back (its header is still in this core's cache) with no shared
- * write. A full magazine goes to the pool (large_mags, by size), its bytes
- * unreserved, and an allocating thread takes it whole, reserving them: one
- * shared operation per magazine, as for small blocks. */
-
-/* Segments of `size` bytes a thread's magazine holds at most; 0 when
- * fewer than two fit (those sizes go through the hot word and stacks). */
-static uint32_t lg_cap(const zf_pool *p, size_t size)
-{
-    uint64_t lim = LARGE_MAG_BYTES;
-    if (p->max_bytes && p->max_bytes / 16 < lim)
-        lim = p->max_bytes / 16;
-    uint64_t n = lim / size;
-    if (n > MAG_MAX)
-        n = MAG_MAX;
-    return n < 2 ? 0 : (uint32_t)n;
-}
-
-/* A thread's magazine of bucket b to the pool: full ones with their bytes
- * unreserved, empty ones to the empty stack. */
-static void lg_put(zf_pool *p, zfi_mag *m, unsigned b)
-{
-    if (m->count) {
-        atomic_fetch_sub_explicit(&p->reserved, (uint64_t)m->count * bucket_size(b),
-                                  memory_order_relaxed);
-        stack_push(p, &p->large_mags[b], m->id, mag_link);
-    } else {
-        stack_push(p, &p->large_mags_empty, m->id, mag_link);
-    }
-}
-
-bool zfi_large_flush(zf_pool *p, zfi_trec *r)
-{
-    zfi_mag *m = r ? r->lg : NULL;
-    if (!m)
-        return false;
-    bool had = m->count != 0;
-    r->lg = NULL;
-    lg_put(p, m, r->lg_bucket);
-    return had;
-}
-
-/* A segment for `size` bytes (a bucket's size) from the thread's magazine
- * (of that size or up to a quarter larger: the excess reservation goes to
- * the thread's slack), or from a magazine of that size another thread
- * handed back (its bytes reserved now), its reservation included; NULL if
- * neither has one. */
-zf_data *zfi_large_cached(zf_pool *p, zfi_trec *r, size_t size)
-{
-    unsigned b = large_bucket(size);
-    zfi_mag *m = r->lg;
-    if (m && m->count && r->lg_bucket != b && r->lg_bucket > b &&
-        bucket_size(r->lg_bucket) <= size + size / 4) {
-        unreserve(p, r, bucket_size(r->lg_bucket) - size);
-    } else if (!m || !m->count || r->lg_bucket != b) {
-        if (!lg_cap(p, size))
-            return NULL;
-        uint32_t id = stack_pop(p, &p->large_mags[b], mag_link);
-        if (id == UINT32_MAX)
-            return NULL;
-        zfi_mag *f = mag_at(p, id);
-        if (!zfi_pool_take(p, (uint64_t)f->count * size)) {
-            stack_push(p, &p->large_mags[b], id, mag_link);
-            return NULL;
-        }
-        if (m)
-            lg_put(p, m, r->lg_bucket);
-        r->lg = m = f;
-        r->lg_bucket = b;
-    }
-    uint32_t seg = m->blk[--m->count];
-    zf_data *d =
-        (zf_data *)atomic_load_explicit(&zfi_large_at(p, seg, false)->base, memory_order_acquire);
-    if (m->count)
-        zfi_prefetch_w(atomic_load_explicit(&zfi_large_at(p, m->blk[m->count - 1], false)->base,
-                                            memory_order_relaxed));
-    d->seg = seg;
-    d->cap = size - ZFI_HDR_SIZE;
-    return d;
-}
-
-/* Into the thread's magazine, keeping its reservation (true), when the
- * capsule reserved the whole segment and its size is cached by threads;
- * else into the pool's hot word if that is empty (release: pairs with
+/* Into the pool's hot word if that is empty (release: pairs with
  * large_take), else onto its size's stack. */
-bool zfi_large_free(zf_pool *p, zfi_trec *r, zf_data *d)
+void zfi_large_free(zf_pool *p, zf_data *d)
 {
-    size_t size = zfi_large_at(p, d->seg, false)->size;
-    unsigned b = large_bucket(size);
-    uint32_t cap = lg_cap(p, size);
-    if (r && cap && (size_t)d->cap + ZFI_HDR_SIZE == size) {
-        zfi_mag *m = r->lg;
-        if (m && m->count && (r->lg_bucket != b || m->count >= cap)) {
-            lg_put(p, m, r->lg_bucket);
-            m = r->lg = NULL;
-        }
-        if (!m) {
-            uint32_t id = stack_pop(p, &p->large_mags_empty, mag_link);
-            m = id != UINT32_MAX ? mag_at(p, id) : zfi_mag_new(p);
-        }
-        if (m) {
-            r->lg = m;
-            r->lg_bucket = b;
-            m->blk[m->count++] = d->seg;
-            return true;
-        }
-    }
+    unsigned b = large_bucket(zfi_large_at(p, d->seg, false)->size);
     uint64_t none = 0;
     if (!atomic_compare_exchange_strong_explicit(&p->large_hot, &none,
                                                  (uint64_t)b << 32 | (d->seg + 1u),
                                                  memory_order_release, memory_order_relaxed))
         stack_push(p, &p->zfi_large_free[b], d->seg, large_link);
-    return false;
 }
 
 /* ---- sharing with a node host ---- */

@@ -36,19 +36,16 @@ static zfi_mag *mag_new_locked(zf_pool *p)
     return m;
 }
 
-zfi_mag *zfi_mag_new(zf_pool *p)
-{
-    pthread_mutex_lock(&p->grow_mu);
-    zfi_mag *m = mag_new_locked(p);
-    pthread_mutex_unlock(&p->grow_mu);
-    return m;
-}
-
 /* An empty magazine of the depot, or a new one; NULL when out of memory. */
 static zfi_mag *mag_empty(zf_pool *p, unsigned c)
 {
     uint32_t id = stack_pop(p, &p->depot[c].empty, mag_link);
-    return id != UINT32_MAX ? mag_at(p, id) : zfi_mag_new(p);
+    if (id != UINT32_MAX)
+        return mag_at(p, id);
+    pthread_mutex_lock(&p->grow_mu);
+    zfi_mag *m = mag_new_locked(p);
+    pthread_mutex_unlock(&p->grow_mu);
+    return m;
 }
 
 ZFI_TLS zfi_tcache *zfi_tls_tc;
@@ -101,7 +98,6 @@ void zfi_rec_flush_locked(zfi_trec *r)
         }
         r->loaded[c] = r->prev[c] = NULL;
     }
-    zfi_large_flush(p, r);
     if (r->res)
         atomic_fetch_sub_explicit(&p->reserved, r->res, memory_order_relaxed);
     r->res = 0;
@@ -334,12 +330,13 @@ bool zfi_mag_spill(zf_pool *p, zfi_trec *r, unsigned c)
 }
 
 /* A freed block back into the calling thread's magazine (or the loose
- * stack), a large one to large.c. No accounting, except that a large
- * segment cached by the thread keeps its reservation (true). */
-bool zfi_mag_recycle(zf_pool *p, zfi_trec *r, zf_data *d)
+ * stack), a large one to its segment table. No accounting. */
+void zfi_mag_recycle(zf_pool *p, zfi_trec *r, zf_data *d)
 {
-    if (d->kind != ZFI_KIND_SMALL)
-        return zfi_large_free(p, r, d);
+    if (d->kind != ZFI_KIND_SMALL) {
+        zfi_large_free(p, d);
+        return;
+    }
     unsigned c = d->cls;
     uint32_t idx = block_index(p, d);
     zfi_mag *m = r ? r->loaded[c] : NULL;
@@ -349,5 +346,4 @@ bool zfi_mag_recycle(zf_pool *p, zfi_trec *r, zf_data *d)
         m->blk[m->count++] = idx;
     else
         stack_push(p, &p->depot[c].loose, idx, block_link);
-    return false;
 }

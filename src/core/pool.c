@@ -380,16 +380,12 @@ zf_err zf_pool_alloc(zf_pool *p, size_t len, zf_data **out)
         d->cap = block - ZFI_HDR_SIZE;
     } else {
         block = zfi_large_size(len);
-        d = zfi_large_cached(p, r, block);
-        if (!d) {
-            /* Refused: the segments this thread caches go back first. */
-            if (!reserve(p, r, block) && !(zfi_large_flush(p, r) && reserve(p, r, block)))
-                goto cap;
-            zf_err err = zfi_large_alloc(p, block, &d);
-            if (err != ZF_OK) {
-                unreserve(p, r, block);
-                return alloc_fail(p, err);
-            }
+        if (!reserve(p, r, block))
+            goto cap;
+        zf_err err = zfi_large_alloc(p, block, &d);
+        if (err != ZF_OK) {
+            unreserve(p, r, block);
+            return alloc_fail(p, err);
         }
         d->kind = ZFI_KIND_LARGE;
         d->cls = 0;
@@ -435,7 +431,6 @@ void zfi_pool_free(zf_data *d)
     uint32_t slot = p->slot, gen = p->gen;
     size_t block = block_size(d);
     zfi_trec *r = rec_get(p);
-    bool kept = false; /* a large segment the thread caches keeps its reservation */
 #ifdef ZF_DEBUG_POISON
     /* Small blocks wait, marked dead, in the pool's quarantine before they
      * can be handed out again (not once the pool is orphaned: nobody would
@@ -450,10 +445,10 @@ void zfi_pool_free(zf_data *d)
         if (evicted)
             zfi_mag_recycle(p, r, evicted);
     } else {
-        kept = zfi_mag_recycle(p, r, d);
+        zfi_mag_recycle(p, r, d);
     }
 #else
-    kept = zfi_mag_recycle(p, r, d);
+    zfi_mag_recycle(p, r, d);
 #endif
     if (ZFI_UNLIKELY(!r)) {
         /* No record (out of memory): count the free against the pool under
@@ -464,8 +459,7 @@ void zfi_pool_free(zf_data *d)
         atomic_fetch_sub_explicit(&p->reserved, block, memory_order_relaxed);
         pthread_mutex_unlock(&zfi_pool_table_mu);
     } else {
-        if (!kept)
-            unreserve(p, r, block);
+        unreserve(p, r, block);
         bump(&r->bytes_freed, block);
         bump_release(&r->frees, 1);
     }
@@ -537,12 +531,6 @@ zf_err zf_pool_reserve(zf_pool *p, size_t len, size_t count)
     for (size_t i = 0; i < n; i++)
         zf_data_unref(held[i]);
     free(held);
-    /* Large segments freed here went to this thread's cache: hand them to
-     * the pool, where every thread finds them (this thread, a node's init,
-     * may never allocate that size again). */
-    zfi_trec *r = rec_get(p);
-    if (r)
-        zfi_large_flush(p, r);
     return err;
 }
 

@@ -31,10 +31,6 @@
 #define LARGE_PER_DIR 256u
 #define LARGE_DIRS    256u
 #define RES_CHUNK     (256u * 1024u)
-/* A thread's magazine of free large segments (of one size) holds at most
- * this much, and at most 1/16 of max_bytes; a size of which fewer than two
- * fit is not cached by threads. */
-#define LARGE_MAG_BYTES (64ull << 20)
 
 _Static_assert(MAX_POOLS <= (1u << ZFI_HANDLE_SLOT_BITS), "pool slots fit a handle");
 
@@ -53,10 +49,6 @@ typedef struct zfi_trec {
     struct zfi_trec *pnext, *pprev; /* in pool->recs (zfi_pool_table_mu) */
     zfi_mag *loaded[NCLASS], *prev[NCLASS];
     uint64_t res; /* bytes reserved and not spent: this thread's slack */
-    /* Free large segments of bucket lg_bucket this thread freed, the most
-     * recent last; their bytes stay reserved (large.c). */
-    zfi_mag *lg;
-    uint32_t lg_bucket;
     /* Written by the owning thread alone (load + store), read by stats. */
     _Atomic uint64_t allocs, frees, bytes_alloc, bytes_freed;
 } zfi_trec;
@@ -127,10 +119,6 @@ struct zf_pool {
     _Atomic uint32_t n_large; /* ids handed out */
     /* free segments of each size: tag << 32 | (id + 1) */
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t zfi_large_free[LARGE_BUCKETS];
-    /* full magazines of free large segments, by bucket (their bytes not
-     * reserved), and empty ones: tag << 32 | (id + 1) */
-    _Alignas(ZFI_CACHELINE) _Atomic uint64_t large_mags[LARGE_BUCKETS];
-    _Alignas(ZFI_CACHELINE) _Atomic uint64_t large_mags_empty;
 
     /* zfi_pool_table_mu: the threads' records, and what exited threads counted. */
     zfi_trec *recs;
@@ -289,15 +277,12 @@ void zfi_tc_drop(zfi_tcache *tc, size_t i);
 bool zfi_pool_take(zf_pool *p, uint64_t n); /* n more reserved bytes, unless past max_bytes */
 bool zfi_mag_refill(zf_pool *p, zfi_trec *r, unsigned c);
 bool zfi_mag_spill(zf_pool *p, zfi_trec *r, unsigned c);
-bool zfi_mag_recycle(zf_pool *p, zfi_trec *r, zf_data *d); /* true: its reservation kept */
-zfi_mag *zfi_mag_new(zf_pool *p); /* an empty magazine (takes grow_mu); NULL: no memory */
+void zfi_mag_recycle(zf_pool *p, zfi_trec *r, zf_data *d);
 
 /* large.c */
 size_t zfi_large_size(size_t len);
 zf_err zfi_large_alloc(zf_pool *p, size_t size, zf_data **out);
-bool zfi_large_free(zf_pool *p, zfi_trec *r, zf_data *d);        /* true: its reservation kept */
-zf_data *zfi_large_cached(zf_pool *p, zfi_trec *r, size_t size); /* reservation included */
-bool zfi_large_flush(zf_pool *p, zfi_trec *r); /* the thread's cached segments back */
+void zfi_large_free(zf_pool *p, zf_data *d);
 zfi_large_ent *zfi_large_at(zf_pool *p, uint32_t id, bool create);
 void zfi_large_unmap(zf_pool *p, zfi_large_ent *e);
 

@@ -78,32 +78,6 @@ ZT_CASE(large_blocks_get_own_segment_and_are_recycled)
     zf_pool_destroy(p);
 }
 
-/* A thread gets back the large segment it freed last (its header still in
- * this core's cache), with no new mapping. */
-ZT_CASE(large_segment_freed_last_comes_back_first)
-{
-    zf_pool *p = NULL;
-    ZT_OK(zf_pool_create(NULL, &p));
-    size_t two_mib = 2u << 20;
-    zf_data *a = NULL, *b = NULL;
-    ZT_OK(zf_pool_alloc(p, two_mib, &a));
-    ZT_OK(zf_pool_alloc(p, two_mib, &b));
-    const void *pb = zf_data_ptr(b);
-    uint64_t segs = stats(p).segments;
-    zf_data_unref(a);
-    zf_data_unref(b);
-    ZT_EQ(stats(p).bytes_in_use, 0);
-    ZT_OK(zf_pool_alloc(p, two_mib, &a));
-    ZT_CHECK(zf_data_ptr(a) == pb);
-    ZT_OK(zf_pool_alloc(p, two_mib, &b));
-    ZT_EQ(stats(p).segments, segs);
-    ZT_EQ(stats(p).bytes_in_use, 2 * zf_data_capacity(a) + 2 * 64u);
-    zf_data_unref(a);
-    zf_data_unref(b);
-    ZT_EQ(stats(p).bytes_in_use, 0);
-    zf_pool_destroy(p);
-}
-
 typedef struct {
     zf_data **d;
     size_t n;
@@ -117,8 +91,8 @@ static void *unref_all(void *arg)
     return NULL;
 }
 
-/* Segments freed by another thread reach the allocating one (a magazine
- * at a time, the rest when that thread exits): no new mapping, exact counts. */
+/* Segments freed by another thread reach the allocating one: no new
+ * mapping, exact counts. */
 ZT_CASE(large_segments_freed_by_another_thread_are_reused)
 {
     zf_pool *p = NULL;
@@ -195,31 +169,6 @@ ZT_CASE(reserved_large_segments_reach_every_thread)
     ZT_EQ(pthread_join(t, NULL), 0);
     ZT_EQ(stats(a.p).bytes_in_use, 0);
     zf_pool_destroy(a.p);
-}
-
-/* Segments a thread keeps are reserved, and given back when the cap would
- * refuse that thread: cached bytes never cost it an allocation. */
-ZT_CASE(cached_large_segments_yield_to_the_cap)
-{
-    zf_pool_config cfg = {.max_bytes = 100u << 20, .name = "lgcap"};
-    zf_pool *p = NULL;
-    ZT_OK(zf_pool_create(&cfg, &p));
-    zf_data *a = NULL, *b = NULL;
-    ZT_OK(zf_pool_alloc(p, 2u << 20, &a)); /* 2.25 MiB segments: 2 fit a thread's 6.25 */
-    ZT_OK(zf_pool_alloc(p, 2u << 20, &b));
-    zf_data_unref(a);
-    zf_data_unref(b);
-    ZT_OK(zf_pool_alloc(p, 94u << 20, &a)); /* a 96 MiB segment: only without the cached */
-    zf_data *c = NULL;
-    ZT_OK(zf_pool_alloc(p, 3u << 20, &b)); /* 3.25 MiB: 99.25 of 100 */
-    ZT_CHECK(zf_pool_alloc(p, 3u << 20, &c) == ZF_ENOMEM);
-    zf_data_unref(b);
-    zf_data_unref(a);
-    ZT_OK(zf_pool_alloc(p, 2u << 20, &b));
-    zf_data_unref(b);
-    ZT_EQ(stats(p).bytes_in_use, 0);
-    ZT_EQ(stats(p).blocks_in_use, 0);
-    zf_pool_destroy(p);
 }
 
 /* A cached segment up to a quarter larger may serve a smaller request: the
@@ -314,7 +263,5 @@ ZT_MAIN(ZT_ENTRY(size_classes_from_64_bytes), ZT_ENTRY(reused_large_segment_acco
         ZT_ENTRY(large_blocks_get_own_segment_and_are_recycled), ZT_ENTRY(high_water_and_counts),
         ZT_ENTRY(cap_yields_enomem_not_a_crash),
         ZT_ENTRY(pool_outlives_destroy_while_capsules_live), ZT_ENTRY(many_pools),
-        ZT_ENTRY(large_segment_freed_last_comes_back_first),
         ZT_ENTRY(large_segments_freed_by_another_thread_are_reused),
-        ZT_ENTRY(reserved_large_segments_reach_every_thread),
-        ZT_ENTRY(cached_large_segments_yield_to_the_cap))
+        ZT_ENTRY(reserved_large_segments_reach_every_thread))
