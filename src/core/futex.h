@@ -155,12 +155,16 @@ static inline void zfi_evc_wait_x(zfi_evc *e, uint32_t key, int64_t timeout_ns, 
 /* Wake up to n waiters, if there is one. Call after making the condition
  * true with a sequentially consistent store or read-modify-write (that and
  * this seq_cst load pair with prepare's increment and the waiter's
- * re-check: no fence needed, and on x86 the load is a plain move). */
-static inline void zfi_evc_notify_x(zfi_evc *e, int n, bool shared)
+ * re-check: no fence needed, and on x86 the load is a plain move).
+ * zfi_evc_notify_begin is its first half: it decides whether a futex wake is
+ * due (true: the sequence moved; follow with zfi_futex_wake(&e->seq, n,
+ * shared), which may come after the caller dropped the lock it decided
+ * under: the wake reads nothing of *e, it only names its address). */
+static inline bool zfi_evc_notify_begin(zfi_evc *e, int n)
 {
     uint32_t w = atomic_load_explicit(&e->waiters, memory_order_seq_cst);
     if (!(w & ~ZFI_EVC_WOKEN))
-        return;
+        return false;
     if (n == INT_MAX) {
         /* Every waiter counted has a key older than the sequence the
          * notify that set WOKEN bumped (each announced itself before that
@@ -170,10 +174,16 @@ static inline void zfi_evc_notify_x(zfi_evc *e, int n, bool shared)
         if ((w & ZFI_EVC_WOKEN) ||
             (atomic_fetch_or_explicit(&e->waiters, ZFI_EVC_WOKEN, memory_order_seq_cst) &
              ZFI_EVC_WOKEN))
-            return;
+            return false;
     }
     atomic_fetch_add_explicit(&e->seq, 1, memory_order_release);
-    zfi_futex_wake(&e->seq, n, shared);
+    return true;
+}
+
+static inline void zfi_evc_notify_x(zfi_evc *e, int n, bool shared)
+{
+    if (zfi_evc_notify_begin(e, n))
+        zfi_futex_wake(&e->seq, n, shared);
 }
 
 static inline void zfi_evc_wait(zfi_evc *e, uint32_t key, int64_t timeout_ns)

@@ -108,7 +108,13 @@ struct zfi_iso {
     atomic_uint sleepers;      /* workers asleep on to_workers (zfi_iso_free waits for none) */
     atomic_bool comps_waiting; /* completions wait for outputs taken first (drain_comps) */
     uint32_t incarnations;     /* (proxy thread) */
+    /* Child wake-ups decided under mu, not yet made (bury waits for none
+     * before the unmapping); | WAKES_WAITED. */
+    _Atomic uint32_t wakes_out;
 };
+
+/* In wakes_out: bury sleeps on the word until the wake-ups in flight are made. */
+#define WAKES_WAITED 0x80000000u
 
 /* The isolated nodes of a runtime whose outputs idle workers take. */
 #define ISO_SLOTS  64u
@@ -300,6 +306,7 @@ static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **d
     pthread_mutex_lock(&iso->mu);
     uint32_t room = 0;
     bool ok = false;
+    _Atomic uint32_t *wake = NULL;
     zfi_ring *r = &iso->m.in[port];
     if (iso->phase != PH_UP || !iso->alive) {
         pthread_mutex_unlock(&iso->mu);
@@ -317,10 +324,22 @@ static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **d
         zfi_ring_put(r, h, d->len);
         *dp = NULL;
         zfi_held(-1); /* the reference is the ledger's now, not node code's */
-        zfi_evc_notify_shared(&iso->m.ctl->to_child);
+        /* A parked child is woken after the unlock (the other worker may
+         * want mu meanwhile): decided here, the wake-up counted in
+         * wakes_out, which keeps the rings mapped until it is made. */
+        if (zfi_evc_notify_begin(&iso->m.ctl->to_child, INT_MAX)) {
+            wake = &iso->m.ctl->to_child.seq;
+            atomic_fetch_add_explicit(&iso->wakes_out, 1, memory_order_relaxed);
+        }
         ok = true;
     }
     pthread_mutex_unlock(&iso->mu);
+    if (wake) {
+        zfi_futex_wake(wake, INT_MAX, true);
+        if (atomic_fetch_sub_explicit(&iso->wakes_out, 1, memory_order_release) ==
+            (WAKES_WAITED | 1u))
+            zfi_futex_wake(&iso->wakes_out, 1, false); /* bury waits to unmap */
+    }
     if (!ok)
         atomic_fetch_add_explicit(&n->alloc_failures, 1, memory_order_relaxed);
     return ZF_OK;
@@ -1254,6 +1273,15 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
     iso->alive = false; /* the gate closes; proxy_on_input drops */
     enum phase ph = iso->phase;
     pthread_mutex_unlock(&iso->mu);
+    /* No wake-up is decided from here (the gate is closed): those in flight
+     * are made before the rings are unmapped. */
+    uint32_t w = atomic_fetch_or_explicit(&iso->wakes_out, WAKES_WAITED, memory_order_acquire) |
+                 WAKES_WAITED;
+    while (w != WAKES_WAITED) {
+        zfi_futex_wait(&iso->wakes_out, w, -1, false);
+        w = atomic_load_explicit(&iso->wakes_out, memory_order_acquire);
+    }
+    atomic_store_explicit(&iso->wakes_out, 0, memory_order_relaxed);
     /* What it published is taken now and forwarded once the rest of what
      * it held is back in the pool (forwarding may wait for room). */
     published later = {0};
