@@ -956,7 +956,7 @@ static bool iso_poll(zf_runtime *rt)
         iso_slot *s = &t->slot[i];
         if (!atomic_load_explicit(&s->iso, memory_order_relaxed) || !slot_trylock(s))
             continue;
-        zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_relaxed);
+        zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_acquire);
         if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed) && poll_one(iso)) {
             comps_go(iso);
             did = true;
@@ -984,7 +984,7 @@ static void iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key)
         if (!atomic_load_explicit(&s->iso, memory_order_relaxed))
             continue;
         zfi_lock_acquire(&s->lock); /* held briefly: a poll, the proxy taking one, a burial */
-        zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_relaxed);
+        zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_acquire);
         if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed)) {
             /* Announced under the lock, the key read first; after the
              * sleep nothing of the rings is touched (a burial may have
