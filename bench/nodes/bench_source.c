@@ -40,8 +40,9 @@ static zf_err src_produce(void *state, zf_node *n)
     zf_err e = zf_data_alloc(n, (size_t)b->size, &d);
     if (e != ZF_OK)
         return e;
-    /* zf_data_alloc stamps too; latency wants the last word (d is unique:
-     * setting it cannot fail) */
+    /* zf_send would stamp it too (a capsule is stamped when first sent);
+     * stamped here, after the allocation as zf-bench hop does (d is
+     * unique: setting it cannot fail) */
     if (b->lockstep)
         ZF_IGNORE(zf_data_set_timestamp(d, zf_clock_ns()));
     atomic_fetch_add_explicit(&b->sent, 1, memory_order_relaxed);

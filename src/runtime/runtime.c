@@ -26,6 +26,7 @@ zf_err zf_runtime_create(const zf_runtime_options *opt, zf_runtime **out)
     zfi_cond_init_monotonic(&rt->cv);
     zfi_cond_init_monotonic(&rt->timer_cv);
     zfi_log_set_origin_lookup(zfi_node_log_origin);
+    zfi_sched_init_once();
     zf_err err = zfi_workers_start(rt);
     if (err == ZF_OK)
         err = zfi_timer_start(rt);

@@ -101,7 +101,9 @@ struct zf_node {
      * possibly with ZFI_CB_HUNG or ZFI_CB_ABANDONED set. The start time
      * names the callback, so a compare-and-swap acts on that one only. */
     _Atomic uint64_t cb_word;
-    zf_data *cb_capsule;   /* the capsule the running on_input holds */
+    _Atomic uint64_t cb_done;      /* the last callback that ended (its start; worker only) */
+    _Atomic uint64_t cb_withdrawn; /* a claim on it withdrawn: its start (claim_mu) */
+    zf_data *cb_capsule;           /* the capsule the running on_input holds */
     int tid;               /* the thread that last entered its code (abandoned-thread reports) */
     uint64_t last_start;   /* the previous callback's cb_word (worker only) */
     uint32_t timing_tick;  /* every BUSY_SAMPLE-th callback is timed precisely */
@@ -279,6 +281,9 @@ void zfi_worker_add(zf_runtime *rt);
 void zfi_worker_add_locked(zf_runtime *rt); /* rt->mu held */
 /* The watchdog marks the callback that started at `start` hung (its worker
  * is then replaced); true if that callback is still running. */
+/* Once per process, before the first worker runs: whether a callback's
+ * end can do without a locked instruction (sched.c, membarrier). */
+void zfi_sched_init_once(void);
 bool zfi_node_mark_hung(zf_node *n, uint64_t start);
 /* Stop abandons a node stuck in a callback: it is never freed, its worker
  * never counted again. True if it was inside a callback. */

@@ -21,9 +21,12 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define SPIN_NS        30000u
@@ -47,6 +50,78 @@ static ZFI_TLS int tls_slot = -1;
 #define MAX_NEXT_RUNS 32
 
 _Static_assert(ZFI_MAX_PORTS + 1 < (1u << ZFI_OWNER_PORT_BITS), "a port fits the owner word");
+
+/* ---- a callback's end against the watchdog and the stop ----
+ *
+ * A callback's end and a claim on it (the watchdog marking it hung, the
+ * stop abandoning it) must agree on who won. The claim is rare, the end
+ * is every callback: so the end pays no locked instruction (one was ~11
+ * ns of a same-core pipeline stage's ~90 on an Intel Xeon) and the claim
+ * pays a process-wide barrier (membarrier(2), an asymmetric Dekker):
+ *
+ *   end:    cb_done = start; (compiler barrier) read cb_word:
+ *           unmarked: cb_word = 0, done. Marked: ask the claimant (below).
+ *   claim:  under claim_mu: compare-and-swap the mark into cb_word;
+ *           membarrier; read cb_done: the start, the callback had ended
+ *           and may not have seen the mark: the claim is withdrawn
+ *           (cb_withdrawn = start) and the end goes on as unmarked.
+ *
+ * One of the two always sees the other (the barrier runs on the worker's
+ * CPU between its store and its read, or before its store); when both
+ * do, the ending worker takes claim_mu and reads the verdict the claimant
+ * left. Where membarrier is refused (a seccomp filter), the end is a
+ * compare-and-swap against the claims, as they are. */
+static pthread_mutex_t claim_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
+static bool asym_ok;
+
+static void asym_init(void)
+{
+    asym_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 &&
+              syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+void zfi_sched_init_once(void)
+{
+    pthread_once(&asym_once, asym_init);
+}
+
+/* A claim's mark is in cb_word (claim_mu held): does it stand? */
+static bool claim_stands(zf_node *n, uint64_t start)
+{
+    if (!asym_ok)
+        return true; /* the end compares-and-swaps: a mark that went in stands */
+    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    if (atomic_load_explicit(&n->cb_done, memory_order_relaxed) != start)
+        return true;
+    atomic_store_explicit(&n->cb_withdrawn, start, memory_order_relaxed);
+    return false;
+}
+
+/* The callback that began at t0 returned. Returns its cb_word's final
+ * marks: 0, or ZFI_CB_HUNG and/or ZFI_CB_ABANDONED that stand. */
+static uint64_t callback_end(zf_node *n, uint64_t t0)
+{
+    if (ZFI_LIKELY(asym_ok)) {
+        atomic_store_explicit(&n->cb_done, t0, memory_order_relaxed);
+        atomic_signal_fence(memory_order_seq_cst);
+        if (ZFI_LIKELY(atomic_load_explicit(&n->cb_word, memory_order_relaxed) == t0)) {
+            atomic_store_explicit(&n->cb_word, 0, memory_order_release);
+            return 0;
+        }
+        pthread_mutex_lock(&claim_mu); /* the claimant decided under it */
+        bool withdrawn = atomic_load_explicit(&n->cb_withdrawn, memory_order_relaxed) == t0;
+        pthread_mutex_unlock(&claim_mu);
+        if (withdrawn) {
+            atomic_store_explicit(&n->cb_word, 0, memory_order_release);
+            return 0;
+        }
+    }
+    uint64_t w = t0;
+    while (!atomic_compare_exchange_weak(&n->cb_word, &w, 0))
+        ;
+    return w & (ZFI_CB_HUNG | ZFI_CB_ABANDONED);
+}
 
 /* ---- run queue ---- */
 
@@ -391,18 +466,15 @@ static inline __attribute__((always_inline)) enum step_result call(zf_node *n, u
      * watchdog, zfi_node_abandon, the stop report) */
     atomic_store_explicit(&n->cb_word, t0, memory_order_release);
     zf_err err = d ? n->decl->on_input(n->state, n, port, d) : n->decl->produce(n->state, n);
-    uint64_t w = t0;
-    bool was_hung = false;
-    while (!atomic_compare_exchange_weak(&n->cb_word, &w, 0)) {
-        /* One compare-and-swap decides against zfi_node_abandon: either
-         * this worker goes on, or it was abandoned and touches nothing. */
-        if (w & ZFI_CB_ABANDONED) {
-            zfi_tls_node = NULL;
-            zfi_node_leave(saved);
-            return STEP_ABANDONED;
-        }
-        was_hung = w != t0; /* the watchdog replaced this worker meanwhile */
+    /* Decided against zfi_node_abandon and the watchdog: either this
+     * worker goes on, or it was abandoned and touches nothing. */
+    uint64_t marks = callback_end(n, t0);
+    if (ZFI_UNLIKELY(marks & ZFI_CB_ABANDONED)) {
+        zfi_tls_node = NULL;
+        zfi_node_leave(saved);
+        return STEP_ABANDONED;
     }
+    bool was_hung = marks & ZFI_CB_HUNG; /* the watchdog replaced this worker meanwhile */
     /* progress: when it completed (within a tick) */
     uint64_t t1 = atomic_load_explicit(&rt->now_ns, memory_order_relaxed);
     if (timed) {
@@ -774,14 +846,29 @@ void zfi_workers_stop(zf_runtime *rt)
 bool zfi_node_mark_hung(zf_node *n, uint64_t start)
 {
     uint64_t w = start;
-    return start && atomic_compare_exchange_strong(&n->cb_word, &w, start | ZFI_CB_HUNG);
+    if (!start)
+        return false;
+    pthread_mutex_lock(&claim_mu);
+    bool marked = atomic_compare_exchange_strong(&n->cb_word, &w, start | ZFI_CB_HUNG) &&
+                  claim_stands(n, start);
+    pthread_mutex_unlock(&claim_mu);
+    return marked;
 }
 
 bool zfi_node_abandon(zf_node *n)
 {
+    pthread_mutex_lock(&claim_mu);
     uint64_t w = atomic_load(&n->cb_word);
+    bool claimed = false;
     while (w && !(w & ZFI_CB_ABANDONED)) {
         if (atomic_compare_exchange_weak(&n->cb_word, &w, w | ZFI_CB_ABANDONED)) {
+            claimed = claim_stands(n, ZFI_CB_START(w));
+            break;
+        }
+    }
+    pthread_mutex_unlock(&claim_mu);
+    {
+        if (claimed) {
             atomic_store(&n->abandoned, true);
             zf_runtime *rt = n->inst->rt;
             pthread_mutex_lock(&rt->mu);
