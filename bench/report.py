@@ -370,7 +370,8 @@ beside it). All programs print the same JSON (zf-bench's schema) and follow the 
 rules, those of `apps/zf-bench`:
 
 - **Latency**: one message in flight. The sender reads `CLOCK_MONOTONIC` just before
-  sending (`zf-bench hop`/`copy`: before allocating the capsule, and before the memcpy;
+  sending, after its buffer was allocated (`zf-bench hop`: the link stamps the
+  capsule as it is pushed; `copy`: before the memcpy into a fresh capsule;
   `zf-bench pipeline`: after allocating it; iceoryx: after loaning the chunk; GStreamer:
   in a probe on fakesrc's pad, after the buffer was allocated); the receiver reads it
   on receipt (after the whole message is in its buffer, for the byte streams);

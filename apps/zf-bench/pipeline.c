@@ -62,7 +62,9 @@ static int pipeline(const bench_opts *o, const char *name, int ops, unsigned wor
         b = calloc(1, sizeof *b);
         b->size = size;
         size_t cap = bench_queue_cap(size, 256u << 20, (size_t)(ops + 1));
-        b->reserve = cap * (size_t)(ops + 1) + 8; /* first touch before the clock */
+        /* First touch before the clock: what the links hold, and as much
+         * again in an isolated node's input ring (isolated.c, in_limit). */
+        b->reserve = cap * (size_t)(ops + 1) * (isolated ? 2 : 1) + 8;
         if (phase(b, ops, workers, isolated, (uint32_t)cap, o->seconds, 0, &el, &cpu) != 0)
             return -1;
         uint64_t recv = atomic_load(&b->received);

@@ -715,6 +715,11 @@ zf_data *zfi_link_take(zf_link *l, bool *eos)
     return NULL;
 }
 
+uint32_t zfi_link_capacity(const zf_link *l)
+{
+    return l->capacity;
+}
+
 bool zfi_link_ready(zf_link *l)
 {
     uint64_t pos = atomic_load_explicit(&l->head, memory_order_relaxed);

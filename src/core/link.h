@@ -53,6 +53,8 @@ size_t zfi_link_flush(zf_link *l, uint64_t *deadline);
 /* Bytes counted in (by producers) and out (by consumers) so far: the
  * one-writer counters, read without touching the hot lines' writers. */
 void zfi_link_bytes(const zf_link *l, uint64_t *in, uint64_t *out);
+/* The capacity the link was created with (messages). */
+uint32_t zfi_link_capacity(const zf_link *l);
 /* Account time a parked producer waited for room. */
 void zfi_link_add_blocked(zf_link *l, uint64_t ns);
 

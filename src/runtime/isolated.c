@@ -125,6 +125,34 @@ typedef struct iso_slot {
     _Atomic(zfi_iso *) iso;
 } iso_slot;
 
+/* Input i's ring holds at most what the link feeding it may (its
+ * capacity, at most the ring's cells): a child that stops taking holds no
+ * more than its link would, so an isolated node's input is bounded by
+ * twice its link's capacity (the link, then the ring), not by the ring's
+ * ZFI_PROC_IN_CAP cells (256 frames of 10 MiB). */
+static uint32_t in_limit(const zfi_iso *iso, size_t i)
+{
+    uint32_t cap = iso->m.in[i].cap;
+    uint32_t c = iso->n->in && iso->n->in[i] ? zfi_link_capacity(iso->n->in[i]) : 0;
+    return c && c < cap ? c : cap;
+}
+
+/* Input i's room under in_limit (mu held); false when the child wrote an
+ * impossible head. `lazy`: zfi_ring_room_lazy's view (head read only when
+ * the view shows no room). */
+static bool in_room(zfi_iso *iso, size_t i, bool lazy, uint32_t *room)
+{
+    zfi_ring *r = &iso->m.in[i];
+    uint32_t lim = in_limit(iso, i);
+    if (!(lazy ? zfi_ring_room_lazy(r, room) : zfi_ring_room(r, room)))
+        return false;
+    if (lazy && r->cap - *room >= lim && !zfi_ring_room(r, room))
+        return false;
+    uint32_t used = r->cap - *room;
+    *room = used >= lim ? 0 : lim - used;
+    return true;
+}
+
 struct zfi_iso_table {
     atomic_uint n; /* slots ever used + 1 */
     bool waitv;    /* the kernel has FUTEX_WAITV: workers can sleep on children's words */
@@ -312,7 +340,7 @@ static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **d
         pthread_mutex_unlock(&iso->mu);
         return ZF_OK; /* down: dropped (the scheduler releases it) */
     }
-    if (!zfi_ring_room_lazy(r, &room)) {
+    if (!in_room(iso, port, true, &room)) {
         kill_child(iso, "it wrote an impossible head (%llu) into input ring %u",
                    (unsigned long long)atomic_load(&r->s->head), port);
         pthread_mutex_unlock(&iso->mu);
@@ -355,7 +383,7 @@ bool zfi_iso_room(zf_node *n)
     } else {
         for (size_t i = 0; i < iso->m.n_in && ok; i++) {
             uint32_t room = 0;
-            ok = zfi_ring_room_lazy(&iso->m.in[i], &room) && room > 0;
+            ok = in_room(iso, i, true, &room) && room > 0;
         }
         if (!ok) {
             /* Ask the child to say when it frees a cell, then look again
@@ -364,7 +392,7 @@ bool zfi_iso_room(zf_node *n)
             ok = true;
             for (size_t i = 0; i < iso->m.n_in && ok; i++) {
                 uint32_t room = 0;
-                ok = zfi_ring_room(&iso->m.in[i], &room) && room > 0;
+                ok = in_room(iso, i, false, &room) && room > 0;
             }
         }
     }
@@ -1085,7 +1113,7 @@ static void room_and_acks(zfi_iso *iso)
         bool room = true; /* half of every input ring free (the child's hysteresis) */
         for (size_t i = 0; i < iso->m.n_in && room; i++) {
             uint32_t r = 0;
-            room = zfi_ring_room(&iso->m.in[i], &r) && r >= iso->m.in[i].cap / 2;
+            room = in_room(iso, i, false, &r) && r >= (in_limit(iso, i) + 1) / 2;
         }
         if (room) {
             atomic_store_explicit(&iso->m.ctl->rt.room_wanted, 0, memory_order_relaxed);
@@ -1163,7 +1191,7 @@ static bool ready(zfi_iso *iso, bool syscalls)
         bool half = true; /* (the input rings' positions are the workers': mu) */
         pthread_mutex_lock(&iso->mu);
         for (size_t i = 0; i < iso->m.n_in && half; i++)
-            half = iso->m.in[i].pos - atomic_load(&iso->m.in[i].s->head) <= iso->m.in[i].cap / 2;
+            half = iso->m.in[i].pos - atomic_load(&iso->m.in[i].s->head) <= in_limit(iso, i) / 2;
         pthread_mutex_unlock(&iso->mu);
         if (half)
             return true;
