@@ -231,11 +231,14 @@ static inline bool ring_put(zf_link *l, zfi_handle h, bool refill)
         uint64_t p = pos & ~TAIL_CLOSED;
         /* head_seen is never ahead of head (any producer may store a stale
          * view: it only errs towards "full", then refreshed); it is ahead
-         * of p only when p is stale (the claim below fails and reloads). */
-        if (ZFI_UNLIKELY((int64_t)(p - atomic_load_explicit(&l->head_seen, memory_order_relaxed)) >
+         * of p only when p is stale (the claim below fails and reloads).
+         * Acquire, with the release of whoever stored it: the consumer's
+         * read of the cell's last handle, before its claim on head, comes
+         * before this producer's write of the cell. */
+        if (ZFI_UNLIKELY((int64_t)(p - atomic_load_explicit(&l->head_seen, memory_order_acquire)) >
                          (int64_t)l->mask)) {
             uint64_t seen = atomic_load_explicit(&l->head, memory_order_seq_cst);
-            atomic_store_explicit(&l->head_seen, seen, memory_order_relaxed);
+            atomic_store_explicit(&l->head_seen, seen, memory_order_release);
             if ((int64_t)(p - seen) > (int64_t)l->mask)
                 return false; /* every cell is taken */
         }
@@ -349,7 +352,7 @@ static bool looks_full(zf_link *l, uint64_t len)
     uint64_t spill = atomic_load_explicit(&l->spill_n, memory_order_relaxed);
     if (t - seen + spill >= l->capacity) {
         seen = atomic_load_explicit(&l->head, memory_order_seq_cst);
-        atomic_store_explicit(&l->head_seen, seen, memory_order_relaxed);
+        atomic_store_explicit(&l->head_seen, seen, memory_order_release);
     }
     uint64_t depth = (t > seen ? t - seen : 0) + spill;
     if (depth >= l->capacity)
@@ -381,7 +384,7 @@ static inline void after_put(zf_link *l, bool own)
     if (!refresh)
         return;
     seen = atomic_load_explicit(&l->head, memory_order_seq_cst);
-    atomic_store_explicit(&l->head_seen, seen, memory_order_relaxed);
+    atomic_store_explicit(&l->head_seen, seen, memory_order_release);
     note_high_water(l, (t > seen ? t - seen : 0) + spill);
 }
 

@@ -101,18 +101,17 @@ struct zf_node {
      * possibly with ZFI_CB_HUNG or ZFI_CB_ABANDONED set. The start time
      * names the callback, so a compare-and-swap acts on that one only. */
     _Atomic uint64_t cb_word;
-    _Atomic uint64_t cb_done;      /* the last callback that ended (its start; worker only) */
-    _Atomic uint64_t cb_withdrawn; /* a claim on it withdrawn: its start (claim_mu) */
-    zf_data *cb_capsule;           /* the capsule the running on_input holds */
-    int tid;               /* the thread that last entered its code (abandoned-thread reports) */
-    uint64_t last_start;   /* the previous callback's cb_word (worker only) */
-    uint32_t timing_tick;  /* every BUSY_SAMPLE-th callback is timed precisely */
-    atomic_llong held;     /* references node code took and did not drop */
-    atomic_int degraded;   /* ZFI_DEG_* bits */
-    atomic_bool abandoned; /* left behind at stop: never freed */
-    atomic_bool replaced;  /* its stuck worker was replaced */
-    zfi_log_origin origin; /* whom its log lines are about */
-    uint64_t *err_times;   /* ring of recent error times */
+    _Atomic uint64_t cb_done; /* the last callback that ended (its start; worker only) */
+    zf_data *cb_capsule;      /* the capsule the running on_input holds */
+    int tid;                  /* the thread that last entered its code (abandoned-thread reports) */
+    uint64_t last_start;      /* the previous callback's cb_word (worker only) */
+    uint32_t timing_tick;     /* every BUSY_SAMPLE-th callback is timed precisely */
+    atomic_llong held;        /* references node code took and did not drop */
+    atomic_int degraded;      /* ZFI_DEG_* bits */
+    atomic_bool abandoned;    /* left behind at stop: never freed */
+    atomic_bool replaced;     /* its stuck worker was replaced */
+    zfi_log_origin origin;    /* whom its log lines are about */
+    uint64_t *err_times;      /* ring of recent error times */
     size_t err_head;
     uint64_t last_error_ns;
 

@@ -60,17 +60,20 @@ _Static_assert(ZFI_MAX_PORTS + 1 < (1u << ZFI_OWNER_PORT_BITS), "a port fits the
  * pays a process-wide barrier (membarrier(2), an asymmetric Dekker):
  *
  *   end:    cb_done = start; (compiler barrier) read cb_word:
- *           unmarked: cb_word = 0, done. Marked: ask the claimant (below).
+ *           unmarked: cb_word = 0, done. Marked: under claim_mu, what
+ *           marks are left in cb_word stand; cb_word = 0.
  *   claim:  under claim_mu: compare-and-swap the mark into cb_word;
- *           membarrier; read cb_done: the start, the callback had ended
- *           and may not have seen the mark: the claim is withdrawn
- *           (cb_withdrawn = start) and the end goes on as unmarked.
+ *           membarrier; read cb_done: at or past the start, the callback
+ *           had ended and may not have seen the mark: the claimant takes
+ *           its own mark back out (other marks that stood stay).
  *
  * One of the two always sees the other (the barrier runs on the worker's
- * CPU between its store and its read, or before its store); when both
- * do, the ending worker takes claim_mu and reads the verdict the claimant
- * left. Where membarrier is refused (a seccomp filter), the end is a
- * compare-and-swap against the claims, as they are. */
+ * CPU between its store and its read, or before its store). Starts grow
+ * per node, so a cb_done past the start also means it ended (the worker
+ * may have run another callback during the barrier). cb_word changes
+ * only under claim_mu or by its worker, so the worker reads it stable
+ * under the lock. Where membarrier is refused (a seccomp filter), the end
+ * is a compare-and-swap against the claims, as they are. */
 static pthread_mutex_t claim_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
 static bool asym_ok;
@@ -86,22 +89,31 @@ void zfi_sched_init_once(void)
     pthread_once(&asym_once, asym_init);
 }
 
-/* A claim's mark is in cb_word (claim_mu held): does it stand? */
-static bool claim_stands(zf_node *n, uint64_t start)
+/* Mark `bit` went into cb_word for the callback that began at `start`
+ * (claim_mu held): does it stand? If not, it is taken back out. */
+static bool claim_stands(zf_node *n, uint64_t start, uint64_t bit)
 {
     if (!asym_ok)
         return true; /* the end compares-and-swaps: a mark that went in stands */
-    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
-    if (atomic_load_explicit(&n->cb_done, memory_order_relaxed) != start)
-        return true;
-    atomic_store_explicit(&n->cb_withdrawn, start, memory_order_relaxed);
+    int tries = 0;
+    while (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        if (++tries == 100) /* it worked at registration: ENOMEM, again and again */
+            zfi_fatal("sched", "membarrier failed 100 times: %s", strerror(errno));
+    uint64_t done = atomic_load_explicit(&n->cb_done, memory_order_relaxed);
+    if ((int64_t)(done - start) < 0)
+        return true; /* not ended: its worker will see the mark */
+    uint64_t w = atomic_load(&n->cb_word);
+    while (ZFI_CB_START(w) == start && (w & bit) &&
+           !atomic_compare_exchange_weak(&n->cb_word, &w, w & ~bit))
+        ;
     return false;
 }
 
-/* The callback that began at t0 returned. Returns its cb_word's final
- * marks: 0, or ZFI_CB_HUNG and/or ZFI_CB_ABANDONED that stand. */
+/* The callback that began at t0 returned. Returns the marks that stand
+ * on it: 0, or ZFI_CB_HUNG and/or ZFI_CB_ABANDONED. */
 static uint64_t callback_end(zf_node *n, uint64_t t0)
 {
+    const uint64_t marks = ZFI_CB_HUNG | ZFI_CB_ABANDONED;
     if (ZFI_LIKELY(asym_ok)) {
         atomic_store_explicit(&n->cb_done, t0, memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst);
@@ -109,18 +121,16 @@ static uint64_t callback_end(zf_node *n, uint64_t t0)
             atomic_store_explicit(&n->cb_word, 0, memory_order_release);
             return 0;
         }
-        pthread_mutex_lock(&claim_mu); /* the claimant decided under it */
-        bool withdrawn = atomic_load_explicit(&n->cb_withdrawn, memory_order_relaxed) == t0;
+        pthread_mutex_lock(&claim_mu); /* claims decide under it: cb_word is stable */
+        uint64_t w = atomic_load(&n->cb_word);
+        atomic_store_explicit(&n->cb_word, 0, memory_order_release);
         pthread_mutex_unlock(&claim_mu);
-        if (withdrawn) {
-            atomic_store_explicit(&n->cb_word, 0, memory_order_release);
-            return 0;
-        }
+        return w & marks;
     }
     uint64_t w = t0;
     while (!atomic_compare_exchange_weak(&n->cb_word, &w, 0))
         ;
-    return w & (ZFI_CB_HUNG | ZFI_CB_ABANDONED);
+    return w & marks;
 }
 
 /* ---- run queue ---- */
@@ -850,7 +860,7 @@ bool zfi_node_mark_hung(zf_node *n, uint64_t start)
         return false;
     pthread_mutex_lock(&claim_mu);
     bool marked = atomic_compare_exchange_strong(&n->cb_word, &w, start | ZFI_CB_HUNG) &&
-                  claim_stands(n, start);
+                  claim_stands(n, start, ZFI_CB_HUNG);
     pthread_mutex_unlock(&claim_mu);
     return marked;
 }
@@ -862,7 +872,7 @@ bool zfi_node_abandon(zf_node *n)
     bool claimed = false;
     while (w && !(w & ZFI_CB_ABANDONED)) {
         if (atomic_compare_exchange_weak(&n->cb_word, &w, w | ZFI_CB_ABANDONED)) {
-            claimed = claim_stands(n, ZFI_CB_START(w));
+            claimed = claim_stands(n, ZFI_CB_START(w), ZFI_CB_ABANDONED);
             break;
         }
     }
