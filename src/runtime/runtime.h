@@ -284,9 +284,10 @@ void zfi_worker_add_locked(zf_runtime *rt); /* rt->mu held */
  * end can do without a locked instruction (sched.c, membarrier). */
 void zfi_sched_init_once(void);
 bool zfi_node_mark_hung(zf_node *n, uint64_t start);
-/* Stop abandons a node stuck in a callback: it is never freed, its worker
- * never counted again. True if it was inside a callback. */
-bool zfi_node_abandon(zf_node *n);
+/* Stop abandons a node stuck in the callback that began at `start` (the one
+ * it judged overdue, not whichever runs by the time it acts): it is never
+ * freed, its worker never counted again. True if it was still inside it. */
+bool zfi_node_abandon(zf_node *n, uint64_t start);
 /* The node whose callback is running on this thread, or NULL. */
 /* The node whose callback this thread is running, or NULL. */
 extern ZFI_TLS zf_node *zfi_tls_node;

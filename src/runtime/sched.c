@@ -865,30 +865,27 @@ bool zfi_node_mark_hung(zf_node *n, uint64_t start)
     return marked;
 }
 
-bool zfi_node_abandon(zf_node *n)
+bool zfi_node_abandon(zf_node *n, uint64_t start)
 {
     pthread_mutex_lock(&claim_mu);
     uint64_t w = atomic_load(&n->cb_word);
     bool claimed = false;
-    while (w && !(w & ZFI_CB_ABANDONED)) {
+    while (start && ZFI_CB_START(w) == start && !(w & ZFI_CB_ABANDONED)) {
         if (atomic_compare_exchange_weak(&n->cb_word, &w, w | ZFI_CB_ABANDONED)) {
             claimed = claim_stands(n, ZFI_CB_START(w), ZFI_CB_ABANDONED);
             break;
         }
     }
     pthread_mutex_unlock(&claim_mu);
-    {
-        if (claimed) {
-            atomic_store(&n->abandoned, true);
-            zf_runtime *rt = n->inst->rt;
-            pthread_mutex_lock(&rt->mu);
-            rt->stuck_workers++;
-            bool replace = !(w & ZFI_CB_HUNG); /* a hung one was replaced already */
-            pthread_mutex_unlock(&rt->mu);
-            if (replace)
-                zfi_worker_add(rt);
-            return true;
-        }
-    }
-    return false;
+    if (!claimed)
+        return false;
+    atomic_store(&n->abandoned, true);
+    zf_runtime *rt = n->inst->rt;
+    pthread_mutex_lock(&rt->mu);
+    rt->stuck_workers++;
+    bool replace = !(w & ZFI_CB_HUNG); /* a hung one was replaced already */
+    pthread_mutex_unlock(&rt->mu);
+    if (replace)
+        zfi_worker_add(rt);
+    return true;
 }

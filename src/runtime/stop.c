@@ -131,7 +131,7 @@ static bool settled(zf_instance *inst, void *arg, uint64_t now, uint64_t *rechec
         int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
         bool overdue = w && (hung(n) || (w & ZFI_CB_HUNG) ||
                              (now > ZFI_CB_START(w) && now - ZFI_CB_START(w) > (uint64_t)limit));
-        if (overdue && zfi_node_abandon(n)) {
+        if (overdue && zfi_node_abandon(n, ZFI_CB_START(w))) {
             r->nodes_abandoned++;
             zfi_abandoned_add(n, "callback", n->tid);
             pthread_mutex_lock(&inst->mu);

@@ -1564,13 +1564,17 @@ static void *chaos_client(void *arg)
                              .start = (r >> 8) & 1};
         zf_client *cl = NULL;
         zf_config *resp = NULL;
-        if (zf_client_connect(sock, &cl) == ZF_OK) {
+        zf_err e = zf_client_connect(sock, &cl);
+        if (e == ZF_OK) {
             /* a call that fails leaves resp NULL: counted as unanswered below */
-            ZF_IGNORE(zf_client_call(cl, &q, &resp, 60000));
+            e = zf_client_call(cl, &q, &resp, 60000);
             zf_client_close(cl);
         }
-        if (!resp || !zf_config_get(resp, "ok"))
+        if (!resp || !zf_config_get(resp, "ok")) {
+            fprintf(stderr, "  unanswered: %s %s: %s (%s)\n", zf_op_name(q.op), name,
+                    zf_strerror(e), zf_last_error());
             atomic_fetch_add(c->unanswered, 1);
+        }
         zf_config_free(resp);
     }
     return NULL;
