@@ -210,18 +210,12 @@ static inline uint64_t tail_pos(zf_link *l)
 
 /* Put h at the tail if a cell is free and the link is open (refill: open or
  * not, for the spill list's own capsules). Cell pos is free once the
- * consumers' head has passed pos - size: whoever claimed that position
- * read its handle before the claim. So the producer reads its cached view
- * of head (refreshed only when it says "full"), never the cell, and a
- * consumer never writes a cell: a cell's line is written by producers
- * alone and read by consumers, and a message makes it cross once. (A
- * consumer that wrote the cell back, as in Vyukov's ring, made the line
- * cross twice and fight the producer's two stores; on an Intel Xeon, where
- * a line costs ~150 ns to cross, zf-bench hop streamed 20-25 % more 64 B
- * messages without it.)
- * seq_cst reservation and publication: close's bit, the end-of-stream test
- * and the wake-up checks that follow (waiters, the consumer node's state)
- * pair with them. False when full or closed. */
+ * consumers' head has passed pos - size (whoever claimed that position read
+ * its handle before the claim): the producer reads its cached view of head
+ * (refreshed only when it says "full"), never the cell (docs/data-plane.md:
+ * why the consumer writes no cell back). seq_cst reservation and publication: close's bit, the
+ * end-of-stream test and the wake-up checks that follow (waiters, the consumer node's state) pair
+ * with them. False when full or closed. */
 static inline bool ring_put(zf_link *l, zfi_handle h, bool refill)
 {
     uint64_t pos = atomic_load_explicit(&l->tail, memory_order_relaxed);
