@@ -42,7 +42,7 @@ static int pipeline(const bench_opts *o, const char *name, int ops, unsigned wor
          * samples are dropped. */
         size_t n = workers > 1 ? bench_samples_for(o->samples, size) : 0;
         size_t warm = bench_warmup_for(n);
-        bench_shared *b = calloc(1, sizeof *b);
+        bench_shared *b = bench_shared_new();
         b->size = size;
         b->lockstep = 1;
         b->max_samples = n + warm;
@@ -59,7 +59,7 @@ static int pipeline(const bench_opts *o, const char *name, int ops, unsigned wor
         free(b);
 
         /* Throughput: free-running. */
-        b = calloc(1, sizeof *b);
+        b = bench_shared_new();
         b->size = size;
         size_t cap = bench_queue_cap(size, 256u << 20, (size_t)(ops + 1));
         /* First touch before the clock: what the links hold, and as much

@@ -45,7 +45,9 @@ static zf_err src_produce(void *state, zf_node *n)
      * unique: setting it cannot fail) */
     if (b->lockstep)
         ZF_IGNORE(zf_data_set_timestamp(d, zf_clock_ns()));
-    atomic_fetch_add_explicit(&b->sent, 1, memory_order_relaxed);
+    if (b->lockstep) /* (one writer: a plain store) */
+        atomic_store_explicit(&b->sent, atomic_load_explicit(&b->sent, memory_order_relaxed) + 1,
+                              memory_order_relaxed);
     return zf_send(n, 0, &d);
 }
 

@@ -46,7 +46,7 @@ static int phase(bench_shared *b, bool python, uint32_t cap, double seconds, uin
 static int measure(size_t size, bool python, size_t n, double seconds, bench_result *r)
 {
     size_t warm = bench_warmup_for(n);
-    bench_shared *b = calloc(1, sizeof *b);
+    bench_shared *b = bench_shared_new();
     b->size = size;
     b->lockstep = 1;
     b->reserve = 4;
@@ -66,7 +66,7 @@ static int measure(size_t size, bool python, size_t n, double seconds, bench_res
     free(b->lat_ns);
     free(b);
 
-    b = calloc(1, sizeof *b);
+    b = bench_shared_new();
     b->size = size;
     size_t cap = bench_queue_cap(size, 256u << 20, 2);
     b->reserve = cap * 2 + 8;
