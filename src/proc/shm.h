@@ -54,6 +54,12 @@ typedef struct zfi_cell {
 
 typedef struct zfi_sring {
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t tail; /* producer */
+    /* Input rings: the runtime (their producer) waits for room until at
+     * most this many cells wait (its hysteresis: half of what the ring may
+     * hold, zfi_iso's in_limit), so the child wakes it then, not at every
+     * take. Written once by the runtime before the child starts; a value
+     * the child cannot use (0, or not below cap) means cap / 2. */
+    _Atomic uint32_t low;
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t head; /* consumer */
 } zfi_sring;
 

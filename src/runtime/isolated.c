@@ -130,11 +130,15 @@ typedef struct iso_slot {
  * more than its link would, so an isolated node's input is bounded by
  * twice its link's capacity (the link, then the ring), not by the ring's
  * ZFI_PROC_IN_CAP cells (256 frames of 10 MiB). */
+static uint32_t in_limit_of(const zf_node *n, size_t i, uint32_t cap)
+{
+    uint32_t c = n->in && n->in[i] ? zfi_link_capacity(n->in[i]) : 0;
+    return c && c < cap ? c : cap;
+}
+
 static uint32_t in_limit(const zfi_iso *iso, size_t i)
 {
-    uint32_t cap = iso->m.in[i].cap;
-    uint32_t c = iso->n->in && iso->n->in[i] ? zfi_link_capacity(iso->n->in[i]) : 0;
-    return c && c < cap ? c : cap;
+    return in_limit_of(iso->n, i, iso->m.in[i].cap);
 }
 
 /* Input i's room under in_limit (mu held); false when the child wrote an
@@ -530,6 +534,11 @@ static zf_err incarnate(zfi_iso *iso)
     /* A worker's key read from an earlier incarnation's word never matches
      * this one's (if the new memory lands at the same address). */
     atomic_store(&m.ctl->to_workers.seq, (uint32_t)(++iso->incarnations << 20));
+    /* The child wakes the runtime for room at the mark room_and_acks waits
+     * for: half of what each input ring may hold. */
+    for (size_t i = 0; i < m.n_in; i++)
+        atomic_store_explicit(&m.in[i].s->low, in_limit_of(n, i, m.in[i].cap) / 2,
+                              memory_order_relaxed);
     char *spec = spec_text(n);
     if (!spec) {
         zfi_shm_unmap(&m);

@@ -527,13 +527,18 @@ static void operator_loop(void)
                 die("node host: input ring %zu's tail is inconsistent", i);
             if (!got)
                 continue;
-            /* The runtime waits for room: tell it once half the ring is
-             * free (hysteresis: not a wake-up per cell). */
+            /* The runtime waits for room: tell it once no more than its
+             * low mark waits (hysteresis: not a wake-up per cell; a wake-up
+             * above the mark finds too little room and sleeps again, a
+             * futex round trip per message). */
             /* (the tail may lag one cell behind what was taken: 0 waiting) */
             uint64_t waiting =
                 atomic_load_explicit(&H.m.in[i].s->tail, memory_order_relaxed) - H.m.in[i].pos;
+            uint32_t low = atomic_load_explicit(&H.m.in[i].s->low, memory_order_relaxed);
+            if (!low || low >= H.m.in[i].cap)
+                low = H.m.in[i].cap / 2;
             if (atomic_load_explicit(&H.m.ctl->rt.room_wanted, memory_order_seq_cst) &&
-                (waiting <= H.m.in[i].cap / 2 || waiting == UINT64_MAX))
+                (waiting <= low || waiting == UINT64_MAX))
                 zfi_evc_notify_shared(&H.m.ctl->to_rt);
             catch_up();
             zf_data *d = NULL;
