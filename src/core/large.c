@@ -23,6 +23,14 @@
  * first. Only mapping a new segment (and unmapping cached ones
  * to make room) takes large_mu. */
 
+/* A directory: LARGE_PER_DIR entries, then their free-stack links, the
+ * links starting on a line of their own. */
+#define LARGE_LINKS_AT                                                                             \
+    ((LARGE_PER_DIR * sizeof(zfi_large_ent) + ZFI_CACHELINE - 1) / ZFI_CACHELINE * ZFI_CACHELINE)
+#define LARGE_DIR_BYTES                                                                            \
+    ((LARGE_LINKS_AT + LARGE_PER_DIR * sizeof(_Atomic uint32_t) + ZFI_CACHELINE - 1) /             \
+     ZFI_CACHELINE * ZFI_CACHELINE)
+
 zfi_large_ent *zfi_large_at(zf_pool *p, uint32_t id, bool create)
 {
     if (id >= LARGE_PER_DIR * LARGE_DIRS)
@@ -30,9 +38,10 @@ zfi_large_ent *zfi_large_at(zf_pool *p, uint32_t id, bool create)
     zfi_large_ent *dir =
         atomic_load_explicit(&p->large_dir[id / LARGE_PER_DIR], memory_order_acquire);
     if (!dir && create) { /* large_mu held */
-        dir = zfi_calloc(LARGE_PER_DIR, sizeof *dir);
+        dir = aligned_alloc(ZFI_CACHELINE, LARGE_DIR_BYTES);
         if (!dir)
             return NULL;
+        memset(dir, 0, LARGE_DIR_BYTES);
         for (size_t i = 0; i < LARGE_PER_DIR; i++)
             dir[i].fd = -1;
         atomic_store_explicit(&p->large_dir[id / LARGE_PER_DIR], dir, memory_order_release);
@@ -40,9 +49,13 @@ zfi_large_ent *zfi_large_at(zf_pool *p, uint32_t id, bool create)
     return dir ? &dir[id % LARGE_PER_DIR] : NULL;
 }
 
+/* The free-stack link of segment id (its directory exists: the id was
+ * handed out). */
 static _Atomic uint32_t *large_link(zf_pool *p, uint32_t id)
 {
-    return &zfi_large_at(p, id, false)->next;
+    char *dir =
+        (char *)atomic_load_explicit(&p->large_dir[id / LARGE_PER_DIR], memory_order_acquire);
+    return (_Atomic uint32_t *)(dir + LARGE_LINKS_AT) + id % LARGE_PER_DIR;
 }
 
 static unsigned large_bucket(size_t size)
