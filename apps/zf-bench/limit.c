@@ -13,7 +13,15 @@
  * the same warm-up and percentiles, throughput on a ring as deep as `hop`'s
  * link for that size. The payload size changes nothing here (a hop moves a
  * handle whatever the payload): each size is one more measurement of the
- * same limit in the same run, which shows its noise. */
+ * same limit in the same run, which shows its noise.
+ *
+ * A second series, "ring+header", is the floor of a hop that names its
+ * message rather than carrying it, as a zflow link does (a handle in the
+ * cell, the capsule's header on a line of its own): the producer writes
+ * the timestamp into one of 512 line-sized headers (a pool's blocks, taken
+ * in turn: more than the deepest ring holds) and its index into the cell; the consumer reads the
+ * cell, then the header it names. Two lines written on one core are read on the other, the second
+ * only once the first has arrived: two crossings in a row. */
 #include "bench.h"
 
 #include <zflow/zflow.h>
@@ -76,12 +84,49 @@ static inline uint64_t ring_pop(ring *r)
     return v;
 }
 
+/* ring+header: what the producer writes on a line of its own per message,
+ * as a capsule's header. */
+#define N_HDRS 512u
+typedef struct hdr {
+    _Alignas(LINE) _Atomic uint64_t ts;
+    uint64_t len;
+} hdr;
+static hdr hdrs[N_HDRS];
+
+/* Send v: in the cell (ring), or in the next header, its index in the cell. */
+static inline void send_one(ring *r, bool header, uint64_t v)
+{
+    if (!header) {
+        ring_push(r, v);
+        return;
+    }
+    uint64_t k = r->tail % N_HDRS;
+    atomic_store_explicit(&hdrs[k].ts, v, memory_order_relaxed);
+    hdrs[k].len = 64;
+    ring_push(r, k + 1); /* release: the header before the cell */
+}
+
+/* The next value (0: done), read through the header when `header`. */
+static inline uint64_t take_one(ring *r, bool header)
+{
+    uint64_t v = ring_pop(r);
+    if (!header || !v)
+        return v;
+    return atomic_load_explicit(&hdrs[v - 1].ts, memory_order_relaxed);
+}
+
+typedef struct consumer_arg {
+    ring *r;
+    bool header;
+} consumer_arg;
+
 static void *latency_consumer(void *arg)
 {
-    ring *r = arg;
+    consumer_arg *a = arg;
+    ring *r = a->r;
     bench_pin(1);
     for (size_t i = 0; i < r->n; i++) {
-        uint64_t ts = ring_pop(r);
+        uint64_t ts = take_one(r, a->header);
         if (!ts)
             break;
         r->lat[i] = (double)(zf_clock_ns() - ts);
@@ -92,18 +137,19 @@ static void *latency_consumer(void *arg)
 
 static void *throughput_consumer(void *arg)
 {
-    ring *r = arg;
+    consumer_arg *a = arg;
+    ring *r = a->r;
     bench_pin(1);
     uint64_t got = 0;
-    while (ring_pop(r))
+    while (take_one(r, a->header))
         got++;
     atomic_store(&r->received, got);
     return NULL;
 }
 
-static int run_size(const bench_opts *o, size_t size, bench_result *res)
+static int run_size(const bench_opts *o, size_t size, bool header, bench_result *res)
 {
-    bench_result_init(res, "limit", "ring", size);
+    bench_result_init(res, "limit", header ? "ring+header" : "ring", size);
     ring r;
     size_t n = bench_samples_for(o->samples, size);
     size_t warm = bench_warmup_for(n);
@@ -116,10 +162,11 @@ static int run_size(const bench_opts *o, size_t size, bench_result *res)
         return -1;
     }
     pthread_t t;
-    pthread_create(&t, NULL, latency_consumer, &r);
+    consumer_arg ca = {&r, header};
+    pthread_create(&t, NULL, latency_consumer, &ca);
     bench_pin(0);
     for (size_t i = 0; i < r.n; i++) {
-        ring_push(&r, zf_clock_ns());
+        send_one(&r, header, zf_clock_ns());
         while (atomic_load_explicit(&r.received, memory_order_acquire) < i + 1)
             ;
     }
@@ -132,13 +179,14 @@ static int run_size(const bench_opts *o, size_t size, bench_result *res)
     ring tr;
     if (ring_init(&tr, bench_queue_cap(size, 512u << 20, 1)) != 0)
         return -1;
-    pthread_create(&t, NULL, throughput_consumer, &tr);
+    consumer_arg tca = {&tr, header};
+    pthread_create(&t, NULL, throughput_consumer, &tca);
     uint64_t sent = 0;
     double cpu0 = bench_cpu_ns();
     uint64_t t0 = zf_clock_ns(), deadline = t0 + (uint64_t)(o->seconds * 1e9);
     for (;;) {
         for (int k = 0; k < 64; k++)
-            ring_push(&tr, ++sent);
+            send_one(&tr, header, ++sent);
         if (zf_clock_ns() >= deadline)
             break;
     }
@@ -154,10 +202,11 @@ static int run_size(const bench_opts *o, size_t size, bench_result *res)
 
 int bench_limit(const bench_opts *o, bench_result *out, size_t *n_out)
 {
-    for (size_t i = 0; i < o->n_sizes; i++) {
-        if (run_size(o, o->sizes[i], &out[*n_out]) != 0)
-            return -1;
-        (*n_out)++;
-    }
+    for (int header = 0; header < 2; header++)
+        for (size_t i = 0; i < o->n_sizes; i++) {
+            if (run_size(o, o->sizes[i], header, &out[*n_out]) != 0)
+                return -1;
+            (*n_out)++;
+        }
     return 0;
 }
