@@ -60,6 +60,13 @@ typedef struct zfi_sring {
      * take. Written once by the runtime before the child starts; a value
      * the child cannot use (0, or not below cap) means cap / 2. */
     _Atomic uint32_t low;
+    /* Output rings: the child (their producer) keeps at most this many
+     * cells in the ring, the smallest capacity among the output's links
+     * (zfi_iso's out_limit): what a node holds in flight stays bounded by
+     * its links' capacities, as in process, not by the ring's cells.
+     * Written once by the runtime before the child starts; 0, or not
+     * below cap, means cap. */
+    _Atomic uint32_t limit;
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t head; /* consumer */
 } zfi_sring;
 
@@ -95,6 +102,7 @@ typedef struct zfi_ring {
     zfi_sring *s;
     zfi_cell *cells;
     uint32_t cap;  /* a power of two, from the layout (never read from shared memory) */
+    uint32_t lim;  /* producer: the cells it keeps in the ring at most (0: cap) */
     uint64_t pos;  /* producer: the next tail; consumer: the next head */
     uint64_t seen; /* producer: the consumer's head last read */
 } zfi_ring;
@@ -182,13 +190,20 @@ static inline uint64_t zfi_cell_tag(const zfi_ring *r, uint64_t pos)
 
 /* Free cells, as far as the consumer's head tells; false if that head is
  * not a head this ring can have (it went backwards or past the tail). */
+/* The cells the producer keeps in r at most. */
+static inline uint32_t zfi_ring_lim(const zfi_ring *r)
+{
+    return r->lim && r->lim < r->cap ? r->lim : r->cap;
+}
+
 static inline bool zfi_ring_room(zfi_ring *r, uint32_t *room)
 {
     uint64_t head = atomic_load_explicit(&r->s->head, memory_order_seq_cst);
     if (head - r->seen > r->pos - r->seen)
         return false;
     r->seen = head;
-    *room = r->cap - (uint32_t)(r->pos - head);
+    uint32_t used = (uint32_t)(r->pos - head), lim = zfi_ring_lim(r);
+    *room = used >= lim ? 0 : lim - used;
     return true;
 }
 
@@ -198,8 +213,8 @@ static inline bool zfi_ring_room(zfi_ring *r, uint32_t *room)
  * no line cross for it. For "is there room", not "how much". */
 static inline bool zfi_ring_room_lazy(zfi_ring *r, uint32_t *room)
 {
-    if (r->pos - r->seen < r->cap) {
-        *room = r->cap - (uint32_t)(r->pos - r->seen);
+    if (r->pos - r->seen < zfi_ring_lim(r)) {
+        *room = zfi_ring_lim(r) - (uint32_t)(r->pos - r->seen);
         return true;
     }
     return zfi_ring_room(r, room);
@@ -260,13 +275,14 @@ static inline bool zfi_ring_ready(const zfi_ring *r)
     return tail != r->pos && tail != r->pos - 1; /* (lagging one cell: empty) */
 }
 
-/* After a take: whether the ring had been full just before it (its
- * producer may wait for room). The cell before the one taken is the last
- * of a full ring: published for the next lap? (seq_cst, after the take's
- * seq_cst store of head: a producer that saw no room had published it.) */
-static inline bool zfi_ring_was_full(const zfi_ring *r)
+/* After a take: whether the ring had been full (held lim cells, its
+ * producer's limit, at most cap) just before it (its producer may wait for
+ * room). The cell lim - 1 after the one taken is the last of a full ring:
+ * published? (seq_cst, after the take's seq_cst store of head: a producer
+ * that saw no room had published it.) */
+static inline bool zfi_ring_was_full(const zfi_ring *r, uint32_t lim)
 {
-    uint64_t last = r->pos - 2 + r->cap; /* the last cell of a full ring, before the take */
+    uint64_t last = r->pos - 2 + lim; /* the last cell of a full ring, before the take */
     const zfi_cell *c = &r->cells[last & (r->cap - 1)];
     return (atomic_load_explicit(&c->len, memory_order_seq_cst) & ZFI_CELL_TAG_MASK) ==
            zfi_cell_tag(r, last);

@@ -136,6 +136,29 @@ static uint32_t in_limit_of(const zf_node *n, size_t i, uint32_t cap)
     return c && c < cap ? c : cap;
 }
 
+/* What the child may keep in output o's ring: the smallest capacity among
+ * the output's links (a link of no bound: the ring's cap). */
+static uint32_t out_limit_of(const zf_node *n, size_t o, uint32_t cap)
+{
+    uint32_t lim = cap;
+    for (size_t j = 0; n->out && j < n->out[o].n; j++) {
+        uint32_t c = zfi_link_capacity(n->out[o].links[j]);
+        if (c && c < lim)
+            lim = c;
+    }
+    return lim;
+}
+
+/* Tell the child its output rings' limits: at an incarnation, and at the
+ * start, once the links are wired, before the child produces. (This side
+ * never reads them back: the child may write anything there.) */
+static void publish_out_limits(const zf_node *n, zfi_shm *m)
+{
+    for (size_t o = 0; o < m->n_out; o++)
+        atomic_store_explicit(&m->out[o].s->limit, out_limit_of(n, o, m->out[o].cap),
+                              memory_order_relaxed);
+}
+
 static uint32_t in_limit(const zfi_iso *iso, size_t i)
 {
     return in_limit_of(iso->n, i, iso->m.in[i].cap);
@@ -539,6 +562,7 @@ static zf_err incarnate(zfi_iso *iso)
     for (size_t i = 0; i < m.n_in; i++)
         atomic_store_explicit(&m.in[i].s->low, in_limit_of(n, i, m.in[i].cap) / 2,
                               memory_order_relaxed);
+    publish_out_limits(n, &m);
     char *spec = spec_text(n);
     if (!spec) {
         zfi_shm_unmap(&m);
@@ -735,12 +759,13 @@ typedef struct published {
     size_t dropped; /* no memory to keep them */
 } published;
 
-/* After a take from r: if the ring had been full, its producer (the child)
- * may wait for room: wake it. (The take's seq_cst store of head, then this
- * load of the last cell: a child that saw no room had published it first.) */
-static void freed_cell(zfi_iso *iso, zfi_ring *r)
+/* After a take from r: if the ring had been full (lim cells: the limit
+ * this side published), its producer (the child) may wait for room: wake
+ * it. (The take's seq_cst store of head, then this load of the last cell:
+ * a child that saw no room had published it first.) */
+static void freed_cell(zfi_iso *iso, zfi_ring *r, uint32_t lim)
 {
-    if (zfi_ring_was_full(r))
+    if (zfi_ring_was_full(r, lim))
         zfi_evc_notify_shared(&iso->m.ctl->to_child);
 }
 
@@ -759,7 +784,7 @@ static int take_output(zfi_iso *iso, size_t o, zf_data **dp)
     }
     if (!k)
         return 0;
-    freed_cell(iso, &iso->m.out[o]);
+    freed_cell(iso, &iso->m.out[o], out_limit_of(iso->n, o, iso->m.out[o].cap));
     bool keep = len & ZFI_CELL_KEEP;
     pthread_mutex_lock(&iso->mu);
     zf_data *d = zfi_ledger_take(&iso->ledger, h);
@@ -903,7 +928,7 @@ static bool drain_comps(zfi_iso *iso, bool dead)
         if (!k)
             return did;
         did = true;
-        freed_cell(iso, &iso->m.comp);
+        freed_cell(iso, &iso->m.comp, iso->m.comp.cap);
         pthread_mutex_lock(&iso->mu);
         zf_data *d = zfi_ledger_take(&iso->ledger, h);
         pthread_mutex_unlock(&iso->mu);
@@ -1709,6 +1734,7 @@ void zfi_iso_start(zf_node *n)
     zfi_iso *iso = n->iso;
     pthread_mutex_lock(&iso->mu);
     if (iso->have_shm) {
+        publish_out_limits(n, &iso->m);
         atomic_fetch_or(&iso->m.ctl->rt.flags, ZFI_RT_STARTED);
         zfi_evc_notify_shared(&iso->m.ctl->to_child);
     }

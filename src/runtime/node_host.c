@@ -261,9 +261,17 @@ static bool has_room(void *arg)
                                  H.msgs_seen) > 0;
 }
 
+/* The runtime's bound on what r may hold (proc/shm.h, limit), published by
+ * the start: read at each send (mu held), on this side's own line. */
+static void ring_limit(zfi_ring *r)
+{
+    r->lim = atomic_load_explicit(&r->s->limit, memory_order_relaxed);
+}
+
 /* Push a cell (mu held; released while waiting for room). */
 static void push(zfi_ring *r, uint64_t h, uint64_t len)
 {
+    ring_limit(r);
     for (;;) {
         uint32_t room = 0;
         if (!zfi_ring_room_lazy(r, &room))
@@ -417,6 +425,7 @@ zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
     if (try_only) {
         uint32_t room = 0;
         pthread_mutex_lock(&H.mu);
+        ring_limit(r);
         bool ok = zfi_ring_room(r, &room);
         pthread_mutex_unlock(&H.mu);
         if (ok && !room) {

@@ -806,6 +806,35 @@ ZT_CASE(a_hung_isolated_node_holds_no_more_than_its_link)
     finish(inst, f);
 }
 
+/* A slow sink behind an isolated node: what the node holds in flight is
+ * bounded by its links' capacities, as in process, not by its rings' 256
+ * cells (the output ring holds what the output's link may: proc/shm.h,
+ * limit). 400 capsules of 1 MiB offered as fast as the sink lets them:
+ * alive at once, at most the two links and the two rings (4 each) and a
+ * few in hand. */
+ZT_CASE(an_isolated_node_holds_no_more_than_its_links_behind_a_slow_sink)
+{
+    const zt_node nodes[] = {
+        {"gen", ZT_LIB("gen"), "count: 400, size: 1048576", "capacity: 4"},
+        {"relay", ZT_LIB("relay") "\n    isolation: process", NULL, "capacity: 4"},
+        {"sink", ZT_LIB("count"), "summary: \"{{ TMP }}/slow.json\", delay_us: 1000", NULL}};
+    zf_flow *f;
+    zf_instance *inst = zt_launch(runtime(), zt_chain("bounded", nodes, 3, false), NULL, &f);
+    ZT_CHECK(inst);
+    if (!inst)
+        return;
+    ZT_CHECK(zt_wait_callbacks(inst, "sink", 400, 120000));
+    zf_pool_stats p = zt_pool_stats(inst);
+    uint64_t block = (1u << 20) + (1u << 20) / 4; /* a 1 MiB capsule's block, rounded up */
+    printf("  pool high water %llu KiB: %.1f capsules of 1 MiB (links of capacity 4)\n",
+           (unsigned long long)p.bytes_high_water >> 10,
+           (double)p.bytes_high_water / (double)(1u << 20));
+    ZT_CHECK(p.bytes_high_water <= (4 * 4 + 6) * block);
+    finish(inst, f);
+    ZT_EQ(zt_summary(zt_tmp_path("slow.json"), "count"), 400);
+    ZT_EQ(zt_summary(zt_tmp_path("slow.json"), "out_of_order"), 0);
+}
+
 ZT_CASE(teardown)
 {
     zf_runtime_destroy(rt);
@@ -828,4 +857,6 @@ ZT_MAIN(ZT_ENTRY(seed_detect_isolated), ZT_ENTRY(a_waiting_source_runs_when_woke
         ZT_ENTRY(isolated_hang_degrades_then_recovers),
         ZT_ENTRY(isolated_fini_that_never_returns_is_killed),
         ZT_ENTRY(isolated_init_that_never_returns_is_killed),
-        ZT_ENTRY(a_hung_isolated_node_holds_no_more_than_its_link), ZT_ENTRY(teardown))
+        ZT_ENTRY(a_hung_isolated_node_holds_no_more_than_its_link),
+        ZT_ENTRY(an_isolated_node_holds_no_more_than_its_links_behind_a_slow_sink),
+        ZT_ENTRY(teardown))
