@@ -98,6 +98,7 @@ struct zfi_iso {
     char last_exit[256]; /* under mu */
     zf_node_decl decl;
     zf_port_decl *in_ports, *out_ports;
+    _Atomic uint32_t *out_lim; /* by output: the limit published to the child (freed_cell) */
     /* Outputs taken by idle workers (iso_poll): the slot's lock guards
      * the output rings' consumer side and the fields below. */
     int slot;                  /* in the runtime's table; -1: none (the proxy takes them) */
@@ -149,14 +150,18 @@ static uint32_t out_limit_of(const zf_node *n, size_t o, uint32_t cap)
     return lim;
 }
 
-/* Tell the child its output rings' limits: at an incarnation, and at the
- * start, once the links are wired, before the child produces. (This side
- * never reads them back: the child may write anything there.) */
-static void publish_out_limits(const zf_node *n, zfi_shm *m)
+/* Tell the child its output rings' limits, and keep them (freed_cell
+ * reads them at every take, without walking the links): at an
+ * incarnation, and at the start, once the links are wired, before the
+ * child produces. (This side never reads the shared copy back: the child
+ * may write anything there.) */
+static void publish_out_limits(zfi_iso *iso, zfi_shm *m)
 {
-    for (size_t o = 0; o < m->n_out; o++)
-        atomic_store_explicit(&m->out[o].s->limit, out_limit_of(n, o, m->out[o].cap),
-                              memory_order_relaxed);
+    for (size_t o = 0; o < m->n_out; o++) {
+        uint32_t lim = out_limit_of(iso->n, o, m->out[o].cap);
+        atomic_store_explicit(&iso->out_lim[o], lim, memory_order_relaxed);
+        atomic_store_explicit(&m->out[o].s->limit, lim, memory_order_relaxed);
+    }
 }
 
 static uint32_t in_limit(const zfi_iso *iso, size_t i)
@@ -562,7 +567,7 @@ static zf_err incarnate(zfi_iso *iso)
     for (size_t i = 0; i < m.n_in; i++)
         atomic_store_explicit(&m.in[i].s->low, in_limit_of(n, i, m.in[i].cap) / 2,
                               memory_order_relaxed);
-    publish_out_limits(n, &m);
+    publish_out_limits(iso, &m);
     char *spec = spec_text(n);
     if (!spec) {
         zfi_shm_unmap(&m);
@@ -784,7 +789,7 @@ static int take_output(zfi_iso *iso, size_t o, zf_data **dp)
     }
     if (!k)
         return 0;
-    freed_cell(iso, &iso->m.out[o], out_limit_of(iso->n, o, iso->m.out[o].cap));
+    freed_cell(iso, &iso->m.out[o], atomic_load_explicit(&iso->out_lim[o], memory_order_relaxed));
     bool keep = len & ZFI_CELL_KEEP;
     pthread_mutex_lock(&iso->mu);
     zf_data *d = zfi_ledger_take(&iso->ledger, h);
@@ -1628,12 +1633,13 @@ zf_err zfi_iso_create(zf_node *n, zf_diag *diag)
     iso->slot = -1;
     iso->in_ports = zfi_calloc(nd->n_inputs + 1, sizeof *iso->in_ports);
     iso->out_ports = zfi_calloc(nd->n_outputs + 1, sizeof *iso->out_ports);
+    iso->out_lim = zfi_calloc(nd->n_outputs + 1, sizeof *iso->out_lim);
     iso->restart_times = zfi_calloc(nd->max_restarts + 1, sizeof *iso->restart_times);
     n->lib.in_map = zfi_calloc(nd->n_inputs + 1, sizeof *n->lib.in_map);
     n->lib.out_map = zfi_calloc(nd->n_outputs + 1, sizeof *n->lib.out_map);
     n->iso = iso;
-    if (!iso->in_ports || !iso->out_ports || !iso->restart_times || !n->lib.in_map ||
-        !n->lib.out_map)
+    if (!iso->in_ports || !iso->out_ports || !iso->out_lim || !iso->restart_times ||
+        !n->lib.in_map || !n->lib.out_map)
         return zfi_error(ZF_ENOMEM, "out of memory");
     for (size_t i = 0; i < nd->n_inputs; i++) {
         iso->in_ports[i] = (zf_port_decl){nd->inputs[i].name, nd->inputs[i].type};
@@ -1720,6 +1726,7 @@ void zfi_iso_free(zf_node *n)
     free(iso->restart_times);
     free(iso->in_ports);
     free(iso->out_ports);
+    free(iso->out_lim);
     free(iso->load_diag);
     pthread_mutex_destroy(&iso->mu);
     pthread_mutex_destroy(&iso->reason_mu);
@@ -1734,7 +1741,7 @@ void zfi_iso_start(zf_node *n)
     zfi_iso *iso = n->iso;
     pthread_mutex_lock(&iso->mu);
     if (iso->have_shm) {
-        publish_out_limits(n, &iso->m);
+        publish_out_limits(iso, &iso->m);
         atomic_fetch_or(&iso->m.ctl->rt.flags, ZFI_RT_STARTED);
         zfi_evc_notify_shared(&iso->m.ctl->to_child);
     }
