@@ -54,18 +54,16 @@ typedef struct zfi_cell {
 
 typedef struct zfi_sring {
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t tail; /* producer */
-    /* Input rings: the runtime (their producer) waits for room until at
-     * most this many cells wait (its hysteresis: half of what the ring may
-     * hold, zfi_iso's in_limit), so the child wakes it then, not at every
-     * take. Written once by the runtime before the child starts; a value
-     * the child cannot use (0, or not below cap) means cap / 2. */
-    _Atomic uint32_t low;
-    /* Output rings: the child (their producer) keeps at most this many
-     * cells in the ring, the smallest capacity among the output's links
-     * (zfi_iso's out_limit): what a node holds in flight stays bounded by
-     * its links' capacities, as in process, not by the ring's cells.
-     * Written once by the runtime before the child starts; 0, or not
-     * below cap, means cap. */
+    /* The cells the ring's producer keeps in it at most: the capacity of
+     * the link feeding an input ring, the smallest among an output's links
+     * for an output ring (zfi_iso's in_limit_of / out_limit_of), so what an
+     * isolated node holds stays bounded by its links, as in process, not
+     * by the ring's cells. The consumer of an input ring (the child) wakes
+     * the runtime waiting for room once at most half of it waits
+     * (zfi_ring_low). Written by the runtime only, before the child
+     * produces or takes (at an incarnation and at the start, once the
+     * links are wired); the runtime never reads it back. 0, or not below
+     * cap, means cap. */
     _Atomic uint32_t limit;
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t head; /* consumer */
 } zfi_sring;
@@ -102,7 +100,7 @@ typedef struct zfi_ring {
     zfi_sring *s;
     zfi_cell *cells;
     uint32_t cap;  /* a power of two, from the layout (never read from shared memory) */
-    uint32_t lim;  /* producer: the cells it keeps in the ring at most (0: cap) */
+    uint32_t lim;  /* the ring's limit as this side last read it (0: cap) */
     uint64_t pos;  /* producer: the next tail; consumer: the next head */
     uint64_t seen; /* producer: the consumer's head last read */
 } zfi_ring;
@@ -188,13 +186,27 @@ static inline uint64_t zfi_cell_tag(const zfi_ring *r, uint64_t pos)
     return (((pos >> __builtin_ctz(r->cap)) + 1) << ZFI_CELL_TAG_SHIFT) & ZFI_CELL_TAG_MASK;
 }
 
-/* Free cells, as far as the consumer's head tells; false if that head is
- * not a head this ring can have (it went backwards or past the tail). */
-/* The cells the producer keeps in r at most. */
+/* The cells the producer keeps in r at most (r->lim, validated). */
 static inline uint32_t zfi_ring_lim(const zfi_ring *r)
 {
     return r->lim && r->lim < r->cap ? r->lim : r->cap;
 }
+
+/* Read the limit the runtime published (sring.limit) into this side's view. */
+static inline void zfi_ring_load_lim(zfi_ring *r)
+{
+    r->lim = atomic_load_explicit(&r->s->limit, memory_order_relaxed);
+}
+
+/* The consumer's low mark: it wakes a producer waiting for room once at
+ * most this many cells wait (the producer's hysteresis: half its limit). */
+static inline uint32_t zfi_ring_low(const zfi_ring *r)
+{
+    return zfi_ring_lim(r) / 2;
+}
+
+/* Free cells, as far as the consumer's head tells; false if that head is
+ * not a head this ring can have (it went backwards or past the tail). */
 
 static inline bool zfi_ring_room(zfi_ring *r, uint32_t *room)
 {
@@ -213,8 +225,9 @@ static inline bool zfi_ring_room(zfi_ring *r, uint32_t *room)
  * no line cross for it. For "is there room", not "how much". */
 static inline bool zfi_ring_room_lazy(zfi_ring *r, uint32_t *room)
 {
-    if (r->pos - r->seen < zfi_ring_lim(r)) {
-        *room = zfi_ring_lim(r) - (uint32_t)(r->pos - r->seen);
+    uint32_t lim = zfi_ring_lim(r);
+    if (r->pos - r->seen < lim) {
+        *room = lim - (uint32_t)(r->pos - r->seen);
         return true;
     }
     return zfi_ring_room(r, room);

@@ -150,13 +150,19 @@ static uint32_t out_limit_of(const zf_node *n, size_t o, uint32_t cap)
     return lim;
 }
 
-/* Tell the child its output rings' limits, and keep them (freed_cell
- * reads them at every take, without walking the links): at an
- * incarnation, and at the start, once the links are wired, before the
- * child produces. (This side never reads the shared copy back: the child
- * may write anything there.) */
-static void publish_out_limits(zfi_iso *iso, zfi_shm *m)
+/* Publish every ring's limit to the child (sring.limit), and keep it on
+ * this side: an input ring's in this side's view of the ring (in_room, mu
+ * held), an output ring's in out_lim (freed_cell reads it at every take,
+ * without walking the links). At an incarnation, and at the start, once
+ * the links are wired (on a first start they are not at the incarnation),
+ * before the child produces or takes. This side never reads the shared
+ * copy back: the child may write anything there. */
+static void publish_limits(zfi_iso *iso, zfi_shm *m)
 {
+    for (size_t i = 0; i < m->n_in; i++) {
+        m->in[i].lim = in_limit_of(iso->n, i, m->in[i].cap);
+        atomic_store_explicit(&m->in[i].s->limit, m->in[i].lim, memory_order_relaxed);
+    }
     for (size_t o = 0; o < m->n_out; o++) {
         uint32_t lim = out_limit_of(iso->n, o, m->out[o].cap);
         atomic_store_explicit(&iso->out_lim[o], lim, memory_order_relaxed);
@@ -164,25 +170,13 @@ static void publish_out_limits(zfi_iso *iso, zfi_shm *m)
     }
 }
 
-static uint32_t in_limit(const zfi_iso *iso, size_t i)
-{
-    return in_limit_of(iso->n, i, iso->m.in[i].cap);
-}
-
-/* Input i's room under in_limit (mu held); false when the child wrote an
+/* Input i's room under its limit (mu held); false when the child wrote an
  * impossible head. `lazy`: zfi_ring_room_lazy's view (head read only when
  * the view shows no room). */
 static bool in_room(zfi_iso *iso, size_t i, bool lazy, uint32_t *room)
 {
     zfi_ring *r = &iso->m.in[i];
-    uint32_t lim = in_limit(iso, i);
-    if (!(lazy ? zfi_ring_room_lazy(r, room) : zfi_ring_room(r, room)))
-        return false;
-    if (lazy && r->cap - *room >= lim && !zfi_ring_room(r, room))
-        return false;
-    uint32_t used = r->cap - *room;
-    *room = used >= lim ? 0 : lim - used;
-    return true;
+    return lazy ? zfi_ring_room_lazy(r, room) : zfi_ring_room(r, room);
 }
 
 struct zfi_iso_table {
@@ -562,12 +556,7 @@ static zf_err incarnate(zfi_iso *iso)
     /* A worker's key read from an earlier incarnation's word never matches
      * this one's (if the new memory lands at the same address). */
     atomic_store(&m.ctl->to_workers.seq, (uint32_t)(++iso->incarnations << 20));
-    /* The child wakes the runtime for room at the mark room_and_acks waits
-     * for: half of what each input ring may hold. */
-    for (size_t i = 0; i < m.n_in; i++)
-        atomic_store_explicit(&m.in[i].s->low, in_limit_of(n, i, m.in[i].cap) / 2,
-                              memory_order_relaxed);
-    publish_out_limits(iso, &m);
+    publish_limits(iso, &m);
     char *spec = spec_text(n);
     if (!spec) {
         zfi_shm_unmap(&m);
@@ -1152,7 +1141,8 @@ static void room_and_acks(zfi_iso *iso)
         bool room = true; /* half of every input ring free (the child's hysteresis) */
         for (size_t i = 0; i < iso->m.n_in && room; i++) {
             uint32_t r = 0;
-            room = in_room(iso, i, false, &r) && r >= (in_limit(iso, i) + 1) / 2;
+            room = in_room(iso, i, false, &r) &&
+                   r >= zfi_ring_lim(&iso->m.in[i]) - zfi_ring_low(&iso->m.in[i]);
         }
         if (room) {
             atomic_store_explicit(&iso->m.ctl->rt.room_wanted, 0, memory_order_relaxed);
@@ -1230,7 +1220,8 @@ static bool ready(zfi_iso *iso, bool syscalls)
         bool half = true; /* (the input rings' positions are the workers': mu) */
         pthread_mutex_lock(&iso->mu);
         for (size_t i = 0; i < iso->m.n_in && half; i++)
-            half = iso->m.in[i].pos - atomic_load(&iso->m.in[i].s->head) <= in_limit(iso, i) / 2;
+            half = iso->m.in[i].pos - atomic_load(&iso->m.in[i].s->head) <=
+                   zfi_ring_low(&iso->m.in[i]);
         pthread_mutex_unlock(&iso->mu);
         if (half)
             return true;
@@ -1741,7 +1732,7 @@ void zfi_iso_start(zf_node *n)
     zfi_iso *iso = n->iso;
     pthread_mutex_lock(&iso->mu);
     if (iso->have_shm) {
-        publish_out_limits(iso, &iso->m);
+        publish_limits(iso, &iso->m);
         atomic_fetch_or(&iso->m.ctl->rt.flags, ZFI_RT_STARTED);
         zfi_evc_notify_shared(&iso->m.ctl->to_child);
     }

@@ -261,17 +261,10 @@ static bool has_room(void *arg)
                                  H.msgs_seen) > 0;
 }
 
-/* The runtime's bound on what r may hold (proc/shm.h, limit), published by
- * the start: read at each send (mu held), on this side's own line. */
-static void ring_limit(zfi_ring *r)
-{
-    r->lim = atomic_load_explicit(&r->s->limit, memory_order_relaxed);
-}
-
 /* Push a cell (mu held; released while waiting for room). */
 static void push(zfi_ring *r, uint64_t h, uint64_t len)
 {
-    ring_limit(r);
+    zfi_ring_load_lim(r); /* the runtime's bound, published by the start (producer's line) */
     for (;;) {
         uint32_t room = 0;
         if (!zfi_ring_room_lazy(r, &room))
@@ -425,7 +418,7 @@ zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
     if (try_only) {
         uint32_t room = 0;
         pthread_mutex_lock(&H.mu);
-        ring_limit(r);
+        zfi_ring_load_lim(r);
         bool ok = zfi_ring_room(r, &room);
         pthread_mutex_unlock(&H.mu);
         if (ok && !room) {
@@ -531,6 +524,7 @@ static void operator_loop(void)
             uint64_t h, len;
             pthread_mutex_lock(&H.mu);
             int got = zfi_ring_take(&H.m.in[i], &h, &len);
+            zfi_ring_load_lim(&H.m.in[i]); /* its low mark, below */
             pthread_mutex_unlock(&H.mu);
             if (got < 0)
                 die("node host: input ring %zu's tail is inconsistent", i);
@@ -543,11 +537,8 @@ static void operator_loop(void)
             /* (the tail may lag one cell behind what was taken: 0 waiting) */
             uint64_t waiting =
                 atomic_load_explicit(&H.m.in[i].s->tail, memory_order_relaxed) - H.m.in[i].pos;
-            uint32_t low = atomic_load_explicit(&H.m.in[i].s->low, memory_order_relaxed);
-            if (!low || low >= H.m.in[i].cap)
-                low = H.m.in[i].cap / 2;
             if (atomic_load_explicit(&H.m.ctl->rt.room_wanted, memory_order_seq_cst) &&
-                (waiting <= low || waiting == UINT64_MAX))
+                (waiting <= zfi_ring_low(&H.m.in[i]) || waiting == UINT64_MAX))
                 zfi_evc_notify_shared(&H.m.ctl->to_rt);
             catch_up();
             zf_data *d = NULL;

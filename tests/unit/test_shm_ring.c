@@ -1,0 +1,133 @@
+/* The shared rings of process-isolated nodes (proc/shm.h) as the two sides
+ * see them: one memfd mapped twice, a producer's view and a consumer's.
+ * The limit the runtime publishes bounds what the producer keeps in a ring
+ * and sets the consumer's low mark; a value the other side could not have
+ * meant (a hostile child writes anything) falls back to the ring's cells;
+ * a head or tail no ring can have is refused, not trusted. */
+#include "harness.h"
+
+#include "proc/shm.h"
+
+#include <stdint.h>
+#include <unistd.h>
+
+typedef struct two_views {
+    zfi_shm prod, cons;
+} two_views;
+
+static bool open_views(two_views *v)
+{
+    int fd = zfi_shm_create(&v->prod, 1, 1);
+    ZT_CHECK(fd >= 0);
+    if (fd < 0)
+        return false;
+    bool ok = zfi_shm_map(&v->cons, fd, 1, 1);
+    ZT_CHECK(ok);
+    close(fd);
+    if (!ok)
+        zfi_shm_unmap(&v->prod);
+    return ok;
+}
+
+static void close_views(two_views *v)
+{
+    zfi_shm_unmap(&v->cons);
+    zfi_shm_unmap(&v->prod);
+}
+
+/* Fill r until it says no room; how many cells went in (bounded). */
+static uint32_t fill(zfi_ring *r, uint64_t first)
+{
+    uint32_t n = 0, room = 0;
+    while (n <= r->cap && zfi_ring_room_lazy(r, &room) && room) {
+        zfi_ring_put(r, first + n, 64);
+        n++;
+    }
+    return n;
+}
+
+ZT_CASE(a_ring_holds_at_most_its_published_limit)
+{
+    two_views v;
+    if (!open_views(&v))
+        return;
+    zfi_ring *p = &v.prod.in[0], *c = &v.cons.in[0];
+    ZT_CHECK(p->cap > 8);
+    atomic_store(&p->s->limit, 4u); /* the runtime publishes it */
+    zfi_ring_load_lim(p);
+    zfi_ring_load_lim(c);
+    ZT_EQ(zfi_ring_lim(p), 4);
+    ZT_EQ(zfi_ring_low(c), 2); /* the consumer wakes the producer at 2 waiting */
+    ZT_EQ(fill(p, 1), 4);
+    uint64_t h = 0, len = 0;
+    ZT_EQ(zfi_ring_take(c, &h, &len), 1);
+    ZT_EQ(h, 1);
+    ZT_EQ(len, 64);
+    ZT_CHECK(zfi_ring_was_full(c, zfi_ring_lim(c))); /* a producer may wait: wake it */
+    ZT_EQ(fill(p, 5), 1);
+    ZT_EQ(zfi_ring_take(c, &h, &len), 1);
+    ZT_EQ(zfi_ring_take(c, &h, &len), 1);
+    ZT_CHECK(!zfi_ring_was_full(c, zfi_ring_lim(c))); /* one had been free */
+    ZT_EQ(h, 3);
+    /* A wider limit published later (the start, once links are wired)
+     * takes effect at the producer's next reading. */
+    atomic_store(&p->s->limit, 8u);
+    zfi_ring_load_lim(p);
+    ZT_EQ(fill(p, 6), 6);
+    uint32_t taken = 0;
+    while (zfi_ring_take(c, &h, &len) == 1 && taken < 64)
+        taken++;
+    ZT_EQ(taken, 8);
+    ZT_EQ(h, 11); /* in order, none lost */
+    close_views(&v);
+}
+
+ZT_CASE(a_limit_the_ring_cannot_have_means_its_cells)
+{
+    two_views v;
+    if (!open_views(&v))
+        return;
+    zfi_ring *p = &v.prod.out[0], *c = &v.cons.out[0];
+    uint32_t bad[] = {0, p->cap, p->cap + 1, UINT32_MAX};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        atomic_store(&p->s->limit, bad[k]);
+        zfi_ring_load_lim(p);
+        zfi_ring_load_lim(c);
+        ZT_EQ(zfi_ring_lim(p), p->cap);
+        ZT_EQ(zfi_ring_low(c), p->cap / 2);
+    }
+    ZT_EQ(fill(p, 1), p->cap);
+    uint64_t h, len;
+    ZT_EQ(zfi_ring_take(c, &h, &len), 1);
+    ZT_CHECK(zfi_ring_was_full(c, zfi_ring_lim(c)));
+    close_views(&v);
+}
+
+ZT_CASE(an_impossible_head_or_tail_is_refused)
+{
+    two_views v;
+    if (!open_views(&v))
+        return;
+    zfi_ring *p = &v.prod.in[0], *c = &v.cons.in[0];
+    ZT_EQ(fill(p, 1), p->cap);
+    uint64_t h, len;
+    ZT_EQ(zfi_ring_take(c, &h, &len), 1);
+    uint32_t room = 0;
+    /* a head past the tail, then one gone backwards */
+    atomic_store(&p->s->head, p->pos + 1);
+    ZT_CHECK(!zfi_ring_room(p, &room));
+    atomic_store(&p->s->head, 1u);
+    ZT_CHECK(zfi_ring_room(p, &room));
+    ZT_EQ(room, 1);
+    atomic_store(&p->s->head, 0u);
+    ZT_CHECK(!zfi_ring_room(p, &room));
+    /* a tail far ahead of the cells published: the take says corrupt */
+    zfi_ring *pi = &v.prod.out[0], *ci = &v.cons.out[0];
+    atomic_store(&pi->s->tail, (uint64_t)pi->cap * 3);
+    ZT_EQ(zfi_ring_take(ci, &h, &len), -1);
+    close_views(&v);
+}
+
+ZT_MAIN(ZT_ENTRY(a_ring_holds_at_most_its_published_limit),
+        ZT_ENTRY(a_limit_the_ring_cannot_have_means_its_cells),
+        ZT_ENTRY(an_impossible_head_or_tail_is_refused))
