@@ -63,7 +63,7 @@ static int pipeline(const bench_opts *o, const char *name, int ops, unsigned wor
         b->size = size;
         size_t cap = bench_queue_cap(size, 256u << 20, (size_t)(ops + 1));
         /* First touch before the clock: what the links hold, and as much
-         * again in an isolated node's input ring (isolated.c, in_limit). */
+         * again in an isolated node's input ring (isolated.c, in_limit_of). */
         b->reserve = cap * (size_t)(ops + 1) * (isolated ? 2 : 1) + 8;
         if (phase(b, ops, workers, isolated, (uint32_t)cap, o->seconds, 0, &el, &cpu) != 0)
             return -1;

@@ -10,7 +10,8 @@
  *
  * The one-writer rule (DESIGN.md lesson 7): every word here has one writer.
  * The producer of a ring writes its cells and its `tail`, the consumer its
- * `head`; the control block has a line the runtime writes and a line the
+ * `head`, the runtime its `limit` (in the producer's line, whichever side
+ * produces); the control block has a line the runtime writes and a line the
  * child writes. Each side keeps its own positions in private memory and
  * reads the other side's index only to learn how far it may go, so a child
  * that scribbles over this memory can make the runtime see nothing, or see
@@ -60,10 +61,10 @@ typedef struct zfi_sring {
      * isolated node holds stays bounded by its links, as in process, not
      * by the ring's cells. The consumer of an input ring (the child) wakes
      * the runtime waiting for room once at most half of it waits
-     * (zfi_ring_low). Written by the runtime only, before the child
-     * produces or takes (at an incarnation and at the start, once the
-     * links are wired); the runtime never reads it back. 0, or not below
-     * cap, means cap. */
+     * (zfi_ring_low). Written by the runtime only (on the output rings'
+     * producer line too, the child's otherwise), once per incarnation as
+     * it tells the child to init, before any capsule crosses; the runtime
+     * never reads it back. 0, or not below cap, means cap. */
     _Atomic uint32_t limit;
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t head; /* consumer */
 } zfi_sring;
@@ -100,7 +101,8 @@ typedef struct zfi_ring {
     zfi_sring *s;
     zfi_cell *cells;
     uint32_t cap;  /* a power of two, from the layout (never read from shared memory) */
-    uint32_t lim;  /* the ring's limit as this side last read it (0: cap) */
+    uint32_t lim;  /* the ring's limit: the runtime's own (it publishes it), the child's last
+                      reading (zfi_ring_load_lim); 0: cap */
     uint64_t pos;  /* producer: the next tail; consumer: the next head */
     uint64_t seen; /* producer: the consumer's head last read */
 } zfi_ring;
@@ -186,7 +188,8 @@ static inline uint64_t zfi_cell_tag(const zfi_ring *r, uint64_t pos)
     return (((pos >> __builtin_ctz(r->cap)) + 1) << ZFI_CELL_TAG_SHIFT) & ZFI_CELL_TAG_MASK;
 }
 
-/* The cells the producer keeps in r at most (r->lim, validated). */
+/* The cells r's producer keeps in it at most (r->lim, validated), as this
+ * side sees it. */
 static inline uint32_t zfi_ring_lim(const zfi_ring *r)
 {
     return r->lim && r->lim < r->cap ? r->lim : r->cap;
@@ -195,7 +198,7 @@ static inline uint32_t zfi_ring_lim(const zfi_ring *r)
 /* Read the limit the runtime published (sring.limit) into this side's view. */
 static inline void zfi_ring_load_lim(zfi_ring *r)
 {
-    r->lim = atomic_load_explicit(&r->s->limit, memory_order_relaxed);
+    r->lim = atomic_load_explicit(&r->s->limit, memory_order_acquire);
 }
 
 /* The consumer's low mark: it wakes a producer waiting for room once at
@@ -207,7 +210,6 @@ static inline uint32_t zfi_ring_low(const zfi_ring *r)
 
 /* Free cells, as far as the consumer's head tells; false if that head is
  * not a head this ring can have (it went backwards or past the tail). */
-
 static inline bool zfi_ring_room(zfi_ring *r, uint32_t *room)
 {
     uint64_t head = atomic_load_explicit(&r->s->head, memory_order_seq_cst);

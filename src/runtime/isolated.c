@@ -153,20 +153,22 @@ static uint32_t out_limit_of(const zf_node *n, size_t o, uint32_t cap)
 /* Publish every ring's limit to the child (sring.limit), and keep it on
  * this side: an input ring's in this side's view of the ring (in_room, mu
  * held), an output ring's in out_lim (freed_cell reads it at every take,
- * without walking the links). At an incarnation, and at the start, once
- * the links are wired (on a first start they are not at the incarnation),
- * before the child produces or takes. This side never reads the shared
+ * without walking the links). Once per incarnation, as the child is told
+ * to init (mu held: run), when its links are wired on every incarnation
+ * (on a first start they are not yet at the incarnation) and before any
+ * capsule crosses (the gate opens once it is up); the INIT message orders
+ * the stores before the child's reads. This side never reads the shared
  * copy back: the child may write anything there. */
 static void publish_limits(zfi_iso *iso, zfi_shm *m)
 {
     for (size_t i = 0; i < m->n_in; i++) {
         m->in[i].lim = in_limit_of(iso->n, i, m->in[i].cap);
-        atomic_store_explicit(&m->in[i].s->limit, m->in[i].lim, memory_order_relaxed);
+        atomic_store_explicit(&m->in[i].s->limit, m->in[i].lim, memory_order_release);
     }
     for (size_t o = 0; o < m->n_out; o++) {
         uint32_t lim = out_limit_of(iso->n, o, m->out[o].cap);
         atomic_store_explicit(&iso->out_lim[o], lim, memory_order_relaxed);
-        atomic_store_explicit(&m->out[o].s->limit, lim, memory_order_relaxed);
+        atomic_store_explicit(&m->out[o].s->limit, lim, memory_order_release);
     }
 }
 
@@ -177,6 +179,25 @@ static bool in_room(zfi_iso *iso, size_t i, bool lazy, uint32_t *room)
 {
     zfi_ring *r = &iso->m.in[i];
     return lazy ? zfi_ring_room_lazy(r, room) : zfi_ring_room(r, room);
+}
+
+/* Every input ring down to its low mark, the child's hysteresis (mu
+ * held): what the runtime waiting for room waits for, and the mark at
+ * which the child wakes it. *bad when the child wrote a head no ring can
+ * have (the caller kills it). */
+static bool inputs_low(zfi_iso *iso, bool *bad)
+{
+    for (size_t i = 0; i < iso->m.n_in; i++) {
+        zfi_ring *r = &iso->m.in[i];
+        uint32_t room = 0;
+        if (!in_room(iso, i, false, &room)) {
+            *bad = true;
+            return false;
+        }
+        if (room < zfi_ring_lim(r) - zfi_ring_low(r))
+            return false;
+    }
+    return true;
 }
 
 struct zfi_iso_table {
@@ -399,6 +420,22 @@ static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **d
     return ZF_OK;
 }
 
+/* A cell free in every input ring (mu held; `lazy`: in_room's). A head no
+ * ring can have kills the child (no room then). */
+static bool inputs_have_room(zfi_iso *iso, bool lazy)
+{
+    for (size_t i = 0; i < iso->m.n_in; i++) {
+        uint32_t room = 0;
+        if (!in_room(iso, i, lazy, &room)) {
+            kill_child(iso, "it wrote an impossible head into input ring %zu", i);
+            return false;
+        }
+        if (!room)
+            return false;
+    }
+    return true;
+}
+
 bool zfi_iso_room(zf_node *n)
 {
     zfi_iso *iso = n->iso;
@@ -407,19 +444,12 @@ bool zfi_iso_room(zf_node *n)
     if (iso->phase != PH_UP || !iso->alive) {
         ok = false;
     } else {
-        for (size_t i = 0; i < iso->m.n_in && ok; i++) {
-            uint32_t room = 0;
-            ok = in_room(iso, i, true, &room) && room > 0;
-        }
+        ok = inputs_have_room(iso, true);
         if (!ok) {
             /* Ask the child to say when it frees a cell, then look again
              * (one of the two sees the other). */
             atomic_store_explicit(&iso->m.ctl->rt.room_wanted, 1, memory_order_seq_cst);
-            ok = true;
-            for (size_t i = 0; i < iso->m.n_in && ok; i++) {
-                uint32_t room = 0;
-                ok = in_room(iso, i, false, &room) && room > 0;
-            }
+            ok = inputs_have_room(iso, false);
         }
     }
     pthread_mutex_unlock(&iso->mu);
@@ -556,7 +586,6 @@ static zf_err incarnate(zfi_iso *iso)
     /* A worker's key read from an earlier incarnation's word never matches
      * this one's (if the new memory lands at the same address). */
     atomic_store(&m.ctl->to_workers.seq, (uint32_t)(++iso->incarnations << 20));
-    publish_limits(iso, &m);
     char *spec = spec_text(n);
     if (!spec) {
         zfi_shm_unmap(&m);
@@ -1138,12 +1167,10 @@ static void room_and_acks(zfi_iso *iso)
                       !outputs_waiting(iso);
     pthread_mutex_lock(&iso->mu);
     if (atomic_load_explicit(&iso->m.ctl->rt.room_wanted, memory_order_seq_cst)) {
-        bool room = true; /* half of every input ring free (the child's hysteresis) */
-        for (size_t i = 0; i < iso->m.n_in && room; i++) {
-            uint32_t r = 0;
-            room = in_room(iso, i, false, &r) &&
-                   r >= zfi_ring_lim(&iso->m.in[i]) - zfi_ring_low(&iso->m.in[i]);
-        }
+        bool bad = false;
+        bool room = inputs_low(iso, &bad);
+        if (bad)
+            kill_child(iso, "it wrote an impossible head into an input ring");
         if (room) {
             atomic_store_explicit(&iso->m.ctl->rt.room_wanted, 0, memory_order_relaxed);
             notify = true;
@@ -1217,11 +1244,9 @@ static bool ready(zfi_iso *iso, bool syscalls)
     if (((acked & ZFI_RT_EOS) && !iso->eos_done) || ((acked & ZFI_RT_STOP) && !iso->stop_done))
         return true;
     if (atomic_load(&iso->m.ctl->rt.room_wanted)) {
-        bool half = true; /* (the input rings' positions are the workers': mu) */
+        bool bad = false; /* (the input rings' positions are the workers': mu) */
         pthread_mutex_lock(&iso->mu);
-        for (size_t i = 0; i < iso->m.n_in && half; i++)
-            half = iso->m.in[i].pos - atomic_load(&iso->m.in[i].s->head) <=
-                   zfi_ring_low(&iso->m.in[i]);
+        bool half = inputs_low(iso, &bad) || bad; /* (room_and_acks kills on bad) */
         pthread_mutex_unlock(&iso->mu);
         if (half)
             return true;
@@ -1244,6 +1269,7 @@ static void run(zfi_iso *iso)
         bool did = drain_msgs(iso);
         pthread_mutex_lock(&iso->mu);
         if (iso->phase == PH_LOADED && (iso->init_wanted || !iso->first)) {
+            publish_limits(iso, &iso->m);
             iso->phase = PH_INITING;
             iso->deadline = now_ns() + (uint64_t)zfi_lifecycle_bound_ns(n);
             say(iso, ZFI_MSG_INIT, NULL, 0, -1);
@@ -1732,7 +1758,6 @@ void zfi_iso_start(zf_node *n)
     zfi_iso *iso = n->iso;
     pthread_mutex_lock(&iso->mu);
     if (iso->have_shm) {
-        publish_limits(iso, &iso->m);
         atomic_fetch_or(&iso->m.ctl->rt.flags, ZFI_RT_STARTED);
         zfi_evc_notify_shared(&iso->m.ctl->to_child);
     }

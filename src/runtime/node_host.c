@@ -264,7 +264,7 @@ static bool has_room(void *arg)
 /* Push a cell (mu held; released while waiting for room). */
 static void push(zfi_ring *r, uint64_t h, uint64_t len)
 {
-    zfi_ring_load_lim(r); /* the runtime's bound, published by the start (producer's line) */
+    zfi_ring_load_lim(r); /* the runtime's bound, published at the init */
     for (;;) {
         uint32_t room = 0;
         if (!zfi_ring_room_lazy(r, &room))

@@ -1,9 +1,9 @@
 /* The shared rings of process-isolated nodes (proc/shm.h) as the two sides
  * see them: one memfd mapped twice, a producer's view and a consumer's.
  * The limit the runtime publishes bounds what the producer keeps in a ring
- * and sets the consumer's low mark; a value the other side could not have
- * meant (a hostile child writes anything) falls back to the ring's cells;
- * a head or tail no ring can have is refused, not trusted. */
+ * and sets the consumer's low mark, the mark both sides' hysteresis uses;
+ * a limit the ring cannot have (unpublished: 0) means the ring's cells; a
+ * head or tail no ring can have is refused, not trusted. */
 #include "harness.h"
 
 #include "proc/shm.h"
@@ -82,6 +82,41 @@ ZT_CASE(a_ring_holds_at_most_its_published_limit)
     close_views(&v);
 }
 
+/* The consumer's low mark and the producer's wait agree: a producer of a
+ * full ring waits until at most low cells wait (room lim - low), and the
+ * consumer's take that brings the ring to low is the one that wakes it. */
+ZT_CASE(the_low_mark_is_where_the_producer_resumes)
+{
+    two_views v;
+    if (!open_views(&v))
+        return;
+    zfi_ring *p = &v.prod.in[0], *c = &v.cons.in[0];
+    uint32_t lims[] = {1, 2, 3, 12, 13};
+    uint64_t next = 1, h, len;
+    for (size_t k = 0; k < sizeof lims / sizeof lims[0]; k++) {
+        atomic_store(&p->s->limit, lims[k]);
+        zfi_ring_load_lim(p);
+        zfi_ring_load_lim(c);
+        uint32_t lim = zfi_ring_lim(p), low = zfi_ring_low(c);
+        ZT_EQ(lim, lims[k]);
+        ZT_CHECK(low < lim); /* a full ring is never at its low mark */
+        ZT_EQ(fill(p, next), lim);
+        next += lim;
+        uint32_t room = 0;
+        for (uint32_t waiting = lim; waiting > low; waiting--) {
+            ZT_CHECK(zfi_ring_room(p, &room));
+            ZT_CHECK(room < lim - low); /* not yet */
+            ZT_EQ(zfi_ring_take(c, &h, &len), 1);
+        }
+        ZT_CHECK(zfi_ring_room(p, &room));
+        ZT_EQ(room, lim - low); /* at the mark: resume */
+        while (zfi_ring_take(c, &h, &len) == 1)
+            ;
+        ZT_EQ(h, next - 1);
+    }
+    close_views(&v);
+}
+
 ZT_CASE(a_limit_the_ring_cannot_have_means_its_cells)
 {
     two_views v;
@@ -122,12 +157,13 @@ ZT_CASE(an_impossible_head_or_tail_is_refused)
     atomic_store(&p->s->head, 0u);
     ZT_CHECK(!zfi_ring_room(p, &room));
     /* a tail far ahead of the cells published: the take says corrupt */
-    zfi_ring *pi = &v.prod.out[0], *ci = &v.cons.out[0];
-    atomic_store(&pi->s->tail, (uint64_t)pi->cap * 3);
-    ZT_EQ(zfi_ring_take(ci, &h, &len), -1);
+    zfi_ring *po = &v.prod.out[0], *co = &v.cons.out[0];
+    atomic_store(&po->s->tail, (uint64_t)po->cap * 3);
+    ZT_EQ(zfi_ring_take(co, &h, &len), -1);
     close_views(&v);
 }
 
 ZT_MAIN(ZT_ENTRY(a_ring_holds_at_most_its_published_limit),
+        ZT_ENTRY(the_low_mark_is_where_the_producer_resumes),
         ZT_ENTRY(a_limit_the_ring_cannot_have_means_its_cells),
         ZT_ENTRY(an_impossible_head_or_tail_is_refused))
