@@ -98,7 +98,6 @@ struct zfi_iso {
     char last_exit[256]; /* under mu */
     zf_node_decl decl;
     zf_port_decl *in_ports, *out_ports;
-    _Atomic uint32_t *out_lim; /* by output: the limit published to the child (freed_cell) */
     /* Outputs taken by idle workers (iso_poll): the slot's lock guards
      * the output rings' consumer side and the fields below. */
     int slot;                  /* in the runtime's table; -1: none (the proxy takes them) */
@@ -150,10 +149,11 @@ static uint32_t out_limit_of(const zf_node *n, size_t o, uint32_t cap)
     return lim;
 }
 
-/* Publish every ring's limit to the child (sring.limit), and keep it on
- * this side: an input ring's in this side's view of the ring (in_room, mu
- * held), an output ring's in out_lim (freed_cell reads it at every take,
- * without walking the links). Once per incarnation, as the child is told
+/* Publish every ring's limit to the child (sring.limit), and keep it in
+ * this side's view of the ring (zfi_ring.lim: in_room reads an input's, mu
+ * held; freed_cell an output's at every take, without walking the links;
+ * the workers take outputs only once it is up, go_live, after this). Once
+ * per incarnation, as the child is told
  * to init (mu held: run), when its links are wired on every incarnation
  * (on a first start they are not yet at the incarnation) and before any
  * capsule crosses (the gate opens once it is up); the INIT message orders
@@ -166,9 +166,8 @@ static void publish_limits(zfi_iso *iso, zfi_shm *m)
         atomic_store_explicit(&m->in[i].s->limit, m->in[i].lim, memory_order_release);
     }
     for (size_t o = 0; o < m->n_out; o++) {
-        uint32_t lim = out_limit_of(iso->n, o, m->out[o].cap);
-        atomic_store_explicit(&iso->out_lim[o], lim, memory_order_relaxed);
-        atomic_store_explicit(&m->out[o].s->limit, lim, memory_order_release);
+        m->out[o].lim = out_limit_of(iso->n, o, m->out[o].cap);
+        atomic_store_explicit(&m->out[o].s->limit, m->out[o].lim, memory_order_release);
     }
 }
 
@@ -782,13 +781,13 @@ typedef struct published {
     size_t dropped; /* no memory to keep them */
 } published;
 
-/* After a take from r: if the ring had been full (lim cells: the limit
- * this side published), its producer (the child) may wait for room: wake
- * it. (The take's seq_cst store of head, then this load of the last cell:
- * a child that saw no room had published it first.) */
-static void freed_cell(zfi_iso *iso, zfi_ring *r, uint32_t lim)
+/* After a take from r: if the ring had been full (at the limit this side
+ * published: zfi_ring_lim), its producer (the child) may wait for room:
+ * wake it. (The take's seq_cst store of head, then this load of the last
+ * cell: a child that saw no room had published it first.) */
+static void freed_cell(zfi_iso *iso, zfi_ring *r)
 {
-    if (zfi_ring_was_full(r, lim))
+    if (zfi_ring_was_full(r, zfi_ring_lim(r)))
         zfi_evc_notify_shared(&iso->m.ctl->to_child);
 }
 
@@ -807,7 +806,7 @@ static int take_output(zfi_iso *iso, size_t o, zf_data **dp)
     }
     if (!k)
         return 0;
-    freed_cell(iso, &iso->m.out[o], atomic_load_explicit(&iso->out_lim[o], memory_order_relaxed));
+    freed_cell(iso, &iso->m.out[o]);
     bool keep = len & ZFI_CELL_KEEP;
     pthread_mutex_lock(&iso->mu);
     zf_data *d = zfi_ledger_take(&iso->ledger, h);
@@ -951,7 +950,7 @@ static bool drain_comps(zfi_iso *iso, bool dead)
         if (!k)
             return did;
         did = true;
-        freed_cell(iso, &iso->m.comp, iso->m.comp.cap);
+        freed_cell(iso, &iso->m.comp);
         pthread_mutex_lock(&iso->mu);
         zf_data *d = zfi_ledger_take(&iso->ledger, h);
         pthread_mutex_unlock(&iso->mu);
@@ -1650,13 +1649,12 @@ zf_err zfi_iso_create(zf_node *n, zf_diag *diag)
     iso->slot = -1;
     iso->in_ports = zfi_calloc(nd->n_inputs + 1, sizeof *iso->in_ports);
     iso->out_ports = zfi_calloc(nd->n_outputs + 1, sizeof *iso->out_ports);
-    iso->out_lim = zfi_calloc(nd->n_outputs + 1, sizeof *iso->out_lim);
     iso->restart_times = zfi_calloc(nd->max_restarts + 1, sizeof *iso->restart_times);
     n->lib.in_map = zfi_calloc(nd->n_inputs + 1, sizeof *n->lib.in_map);
     n->lib.out_map = zfi_calloc(nd->n_outputs + 1, sizeof *n->lib.out_map);
     n->iso = iso;
-    if (!iso->in_ports || !iso->out_ports || !iso->out_lim || !iso->restart_times ||
-        !n->lib.in_map || !n->lib.out_map)
+    if (!iso->in_ports || !iso->out_ports || !iso->restart_times || !n->lib.in_map ||
+        !n->lib.out_map)
         return zfi_error(ZF_ENOMEM, "out of memory");
     for (size_t i = 0; i < nd->n_inputs; i++) {
         iso->in_ports[i] = (zf_port_decl){nd->inputs[i].name, nd->inputs[i].type};
@@ -1743,7 +1741,6 @@ void zfi_iso_free(zf_node *n)
     free(iso->restart_times);
     free(iso->in_ports);
     free(iso->out_ports);
-    free(iso->out_lim);
     free(iso->load_diag);
     pthread_mutex_destroy(&iso->mu);
     pthread_mutex_destroy(&iso->reason_mu);
