@@ -389,6 +389,57 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
 
 /* ---- notification ---- */
 
+/* A node put in a worker's run-next slot runs when that worker's callback
+ * returns. A sleeping worker is woken to take it only when that wait may
+ * be long: here, when the node sending takes SLOT_WAKE_NS or more per
+ * callback on average (its sampled busy time) or this callback began a
+ * tick ago; in step_consumer,
+ * when the step goes on to another callback; and by the timer, when a slot
+ * held the same node at two ticks. Waking one at every fill, for a node
+ * the sender ran itself microseconds later, cost a futex call and a
+ * context switch per message in lockstep, and the woken worker then
+ * competed for the 2 vCPUs with the threads that had the work
+ * (docs/isolation.md, "Waiting"). */
+#define SLOT_WAKE_NS 50000u
+
+static bool slot_wait_long(zf_runtime *rt)
+{
+    const zf_node *cur = zfi_tls_node;
+    if (!cur)
+        return false; /* between callbacks (taking a child's outputs): the slot runs next */
+    /* (busy time is sampled, one callback in BUSY_SAMPLE extrapolated: an
+     * average only once that many ran) */
+    uint64_t calls = atomic_load_explicit(&cur->callbacks, memory_order_relaxed);
+    uint64_t busy = atomic_load_explicit(&cur->busy_ns, memory_order_relaxed);
+    return (calls >= BUSY_SAMPLE && busy >= calls * SLOT_WAKE_NS) ||
+           atomic_load_explicit(&rt->now_ns, memory_order_relaxed) - cur->last_start >= ZFI_TICK_NS;
+}
+
+/* A worker sleeps (a filter: wake_one decides). */
+static bool sleepers(zf_runtime *rt)
+{
+    return atomic_load_explicit(&rt->q_evc.waiters, memory_order_relaxed) & ~ZFI_EVC_WOKEN;
+}
+
+/* This worker's slot holds a node. */
+static bool slot_full(void)
+{
+    return tls_slot >= 0 && atomic_load_explicit(&tls_rt->slots[tls_slot], memory_order_relaxed);
+}
+
+void zfi_sched_tick(zf_runtime *rt)
+{
+    unsigned n = atomic_load_explicit(&rt->n_slots, memory_order_acquire);
+    bool stuck = false;
+    for (unsigned i = 0; i < n && i < ZFI_MAX_WORKERS; i++) {
+        const zf_node *now = atomic_load_explicit(&rt->slots[i], memory_order_relaxed);
+        stuck |= now && now == rt->slot_seen[i];
+        rt->slot_seen[i] = now;
+    }
+    if (stuck)
+        wake_one(rt);
+}
+
 void zfi_node_notify(zf_node *n)
 {
     /* Before the instance starts (a source's own thread may send from
@@ -421,8 +472,8 @@ void zfi_node_notify(zf_node *n)
                     atomic_store_explicit(slot, n, memory_order_release);
                 if (old)
                     runq_push(rt, old);
-                else /* a sleeping worker may take it if this one stays busy */
-                    zfi_evc_notify_one(&rt->q_evc);
+                else if (slot_wait_long(rt))
+                    wake_one(rt); /* a sleeping worker takes it meanwhile */
                 return;
             }
             runq_push(rt, n);
@@ -542,8 +593,7 @@ static void unpark(zf_node *n)
  * busy, the source keeps its batch. */
 static bool handoff_due(void)
 {
-    return tls_slot >= 0 && atomic_load_explicit(&tls_rt->slots[tls_slot], memory_order_relaxed) &&
-           atomic_load_explicit(&tls_rt->idle_workers, memory_order_relaxed) > 0;
+    return slot_full() && atomic_load_explicit(&tls_rt->idle_workers, memory_order_relaxed) > 0;
 }
 
 static enum step_result step_source(zf_node *n, bool *more)
@@ -653,6 +703,8 @@ static enum step_result step_consumer(zf_node *n, bool *more)
             return STEP_OK;
         }
         n->rr = port + 1 < n->n_in ? (unsigned)(port + 1) : 0;
+        if (k > 0 && slot_full() && sleepers(n->inst->rt))
+            wake_one(n->inst->rt); /* what this step's sends made ready would wait (above) */
         atomic_store_explicit(&d->owner, zfi_owner_pack(n->index, (long)port),
                               memory_order_relaxed);
         enum step_result r = call(n, (unsigned)port, &d, &now);

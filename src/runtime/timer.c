@@ -59,6 +59,7 @@ static void *timer_main(void *arg)
             zfi_watchdog_scan(inst, now);
             zfi_rates_sample(inst, now);
         }
+        zfi_sched_tick(rt);
         struct timespec ts = {.tv_sec = (time_t)(next / 1000000000u),
                               .tv_nsec = (long)(next % 1000000000u)};
         pthread_cond_timedwait(&rt->timer_cv, &rt->mu, &ts);

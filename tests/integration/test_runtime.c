@@ -135,6 +135,39 @@ ZT_CASE(copy_on_write_in_a_fan_out)
     ZT_EQ(zt_summary(a, "same_address"), 500);
 }
 
+/* What a callback sent is delivered while that callback goes on: the
+ * downstream node, put in this worker's run-next slot, is taken by the
+ * other worker (asleep by then: the flow is idle), woken by the timer's
+ * tick (sched.c, slot_wait_long and zfi_sched_tick), not left until the
+ * callback returns. */
+ZT_CASE(output_of_a_long_callback_is_delivered_before_it_returns)
+{
+    zf_runtime *two = NULL;
+    const zf_runtime_options o = {.workers = 2};
+    ZT_OK(zf_runtime_create(&o, &two));
+    const char *sum = zt_tmp_path("linger.sum");
+    /* The second capsule comes a second after the first: both workers
+     * sleep by then; the relay's callback for it sends, then stays 3 s.
+     * The next thing to wake a worker otherwise is the source's next tick,
+     * a second later still: the bound of 1.5 s tells the two apart. */
+    const zt_node n[] = {{"gen", ZT_LIB("gen") "\n    period: 1000ms", "count: 2", NULL},
+                         {"relay", ZT_LIB("relay"), "linger_ms: 3000, linger_on: 2", NULL},
+                         {"sink", ZT_LIB("count"), zt_fmt("summary: \"%s\"", sum), NULL}};
+    zf_flow *f = NULL;
+    zf_instance *inst = zt_launch(two, zt_chain("linger", n, 3, true), NULL, &f);
+    ZT_CHECK(inst);
+    zf_node_stats relay = {0};
+    bool first = zt_wait_callbacks(inst, "sink", 1, 2500);
+    bool second = first && zt_wait_callbacks(inst, "sink", 2, 1500);
+    ZT_CHECK(zt_node_stats(inst, "relay", &relay, NULL, 0));
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+    zf_runtime_destroy(two);
+    ZT_CHECK(first);
+    ZT_CHECK(second);
+    ZT_EQ(relay.callbacks, 1); /* the relay's second callback had not returned */
+}
+
 ZT_CASE(periodic_source_keeps_its_rate)
 {
     setup();
@@ -540,6 +573,7 @@ ZT_MAIN(ZT_ENTRY(pipeline_delivers_everything_in_order_without_copies),
         ZT_ENTRY(large_capsules_move_by_reference), ZT_ENTRY(pinned_capsules_release_once_each),
         ZT_ENTRY(static_capsules), ZT_ENTRY(source_thread_blocks_with_timeout_and_loses_nothing),
         ZT_ENTRY(copy_on_write_in_a_fan_out), ZT_ENTRY(periodic_source_keeps_its_rate),
+        ZT_ENTRY(output_of_a_long_callback_is_delivered_before_it_returns),
         ZT_ENTRY(suspend_stops_sources_resume_continues_nothing_lost),
         ZT_ENTRY(stop_report_names_who_holds_leaked_bytes),
         ZT_ENTRY(kept_references_released_in_fini_are_not_leaks),

@@ -6,6 +6,9 @@
  *   sleep_us: 0     busy time per capsule
  *   hang_on: 0      hang in the Nth capsule's callback...
  *   hang_ms: 0      ...for this long (0: never return)
+ *   linger_ms: 0    stay in the callback this long after sending (a long
+ *                   callback whose output is ready before it returns)...
+ *   linger_on: 0    ...for the Nth capsule only (0: every one)
  *   scribble: false write into the capsule through zf_data_ptr, the bug
  *                   ZF_CHECK_SHARED catches (a shared capsule's bytes change) */
 #include <zflow/zflow.h>
@@ -20,7 +23,7 @@ void __tsan_ignore_thread_end(void);
 
 typedef struct relay {
     bool mutate, scribble;
-    int64_t keep, leak, fail_every, sleep_us, hang_on, hang_ms, seen;
+    int64_t keep, leak, fail_every, sleep_us, hang_on, hang_ms, linger_ms, linger_on, seen;
     zf_data **kept;
     int64_t n_kept;
 } relay;
@@ -38,7 +41,9 @@ static zf_err relay_init(zf_node *n, void **state)
         zf_config_int(c, "fail_every", 0, &r->fail_every) != ZF_OK ||
         zf_config_int(c, "sleep_us", 0, &r->sleep_us) != ZF_OK ||
         zf_config_int(c, "hang_on", 0, &r->hang_on) != ZF_OK ||
-        zf_config_int(c, "hang_ms", 0, &r->hang_ms) != ZF_OK) {
+        zf_config_int(c, "hang_ms", 0, &r->hang_ms) != ZF_OK ||
+        zf_config_int(c, "linger_ms", 0, &r->linger_ms) != ZF_OK ||
+        zf_config_int(c, "linger_on", 0, &r->linger_on) != ZF_OK) {
         zf_node_set_error(n, "%s",
                           zf_last_error()); /* "configuration 'KEY' is ..., expected ..." */
         free(r);
@@ -93,7 +98,12 @@ static zf_err relay_on_input(void *state, zf_node *n, unsigned port, zf_data **d
             return ZF_ENOMEM;
         w[15] ^= 0xff;
     }
-    return zf_send(n, 0, d);
+    zf_err e = zf_send(n, 0, d);
+    if (r->linger_ms && (!r->linger_on || r->seen == r->linger_on)) {
+        struct timespec ts = {r->linger_ms / 1000, (r->linger_ms % 1000) * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    return e;
 }
 
 static void relay_fini(void *state)
