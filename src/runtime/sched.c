@@ -393,13 +393,12 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
  * returns. A sleeping worker is woken to take it only when that wait may
  * be long: here, when the node sending takes SLOT_WAKE_NS or more per
  * callback on average (its sampled busy time) or this callback began a
- * tick ago; in step_consumer,
- * when the step goes on to another callback; and by the timer, when a slot
- * held the same node at two ticks. Waking one at every fill, for a node
- * the sender ran itself microseconds later, cost a futex call and a
- * context switch per message in lockstep, and the woken worker then
- * competed for the 2 vCPUs with the threads that had the work
- * (docs/isolation.md, "Waiting"). */
+ * tick ago; in step_consumer, when the step goes on to another callback;
+ * and by the timer, when a slot held the same node at two ticks. Waking
+ * one at every fill, for a node the sender ran itself microseconds later,
+ * cost a futex call and a context switch per message in lockstep, and the
+ * woken worker then competed for the 2 vCPUs with the threads that had the
+ * work (docs/isolation.md, "Waiting"). */
 #define SLOT_WAKE_NS 50000u
 
 static bool slot_wait_long(zf_runtime *rt)
