@@ -160,6 +160,8 @@ ZT_CASE(output_of_a_long_callback_is_delivered_before_it_returns)
     bool first = zt_wait_callbacks(inst, "sink", 1, 2500);
     bool second = first && zt_wait_callbacks(inst, "sink", 2, 1500);
     ZT_CHECK(zt_node_stats(inst, "relay", &relay, NULL, 0));
+    /* the callback's end, before the destroy (which would abandon it) */
+    ZT_CHECK(zt_wait_callbacks(inst, "relay", 2, 10000));
     zf_instance_destroy(inst);
     zf_flow_free(f);
     zf_runtime_destroy(two);
