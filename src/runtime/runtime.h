@@ -208,6 +208,7 @@ struct zf_runtime {
     /* What each slot held at the timer's last tick (the timer thread's
      * own: compared, never dereferenced; zfi_sched_tick). */
     const zf_node *slot_seen[ZFI_MAX_WORKERS];
+    uint64_t slot_seen_ns[ZFI_MAX_WORKERS]; /* since when (the timer's clock) */
     /* Process-isolated nodes whose outputs idle workers take (isolated.c);
      * NULL until the first one, when isolated.c also sets idle. */
     _Atomic(struct zfi_iso_table *) isos;
@@ -308,9 +309,9 @@ void zfi_timer_kick(zf_runtime *rt);
 /* The watchdog (watchdog.c): hangs and errors. The scan runs on the timer
  * thread with rt->mu held. */
 void zfi_watchdog_scan(zf_instance *inst, uint64_t now);
-/* The timer thread, every tick: a node left in a worker's run-next slot
- * since the last tick (behind a long callback) gets a sleeping worker
- * woken to take it (sched.c). */
+/* The timer thread, every pass: a node left in a worker's run-next slot
+ * for a tick (behind a long callback) gets a sleeping worker woken to
+ * take it (sched.c). */
 void zfi_sched_tick(zf_runtime *rt);
 void zfi_node_error(zf_node *n, zf_err err, const char *what);
 void zfi_node_success(zf_node *n, uint64_t now);

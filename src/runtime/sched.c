@@ -43,8 +43,9 @@ static ZFI_TLS bool tls_ticked; /* this worker's last node was a periodic source
 /* A worker's "run next" slot: a node made ready by the node this worker
  * runs, when no other worker is idle, runs here next: same core, warm
  * caches, no trip through the run queue. Slots are stealable: a worker
- * looking for work takes a node waiting in another's slot (so a node never
- * waits behind a slow or hung callback). */
+ * looking for work takes a node waiting in another's slot, and a sleeping
+ * one is woken for it when it would wait long (slot_wait_long): behind a
+ * slow or hung callback a node waits at most about two timer ticks. */
 static ZFI_TLS zf_runtime *tls_rt;
 static ZFI_TLS int tls_slot = -1;
 #define MAX_NEXT_RUNS 32
@@ -393,8 +394,8 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
  * returns. A sleeping worker is woken to take it only when that wait may
  * be long: here, when the node sending takes SLOT_WAKE_NS or more per
  * callback on average (its sampled busy time) or this callback began a
- * tick ago; in step_consumer, when the step goes on to another callback;
- * and by the timer, when a slot held the same node at two ticks. Waking
+ * tick ago; in a step, when it goes on to another callback; and by the
+ * timer, when a slot has held the same node for a tick. Waking
  * one at every fill, for a node the sender ran itself microseconds later,
  * cost a futex call and a context switch per message in lockstep, and the
  * woken worker then competed for the 2 vCPUs with the threads that had the
@@ -410,8 +411,12 @@ static bool slot_wait_long(zf_runtime *rt)
      * average only once that many ran) */
     uint64_t calls = atomic_load_explicit(&cur->callbacks, memory_order_relaxed);
     uint64_t busy = atomic_load_explicit(&cur->busy_ns, memory_order_relaxed);
+    /* (signed: a start is made unique by adding 1, so last_start may be
+     * ahead of the timer's clock) */
+    int64_t running =
+        (int64_t)(atomic_load_explicit(&rt->now_ns, memory_order_relaxed) - cur->last_start);
     return (calls >= BUSY_SAMPLE && busy >= calls * SLOT_WAKE_NS) ||
-           atomic_load_explicit(&rt->now_ns, memory_order_relaxed) - cur->last_start >= ZFI_TICK_NS;
+           running >= (int64_t)ZFI_TICK_NS;
 }
 
 /* A worker sleeps (a filter: wake_one decides). */
@@ -429,14 +434,21 @@ static bool slot_full(void)
 void zfi_sched_tick(zf_runtime *rt)
 {
     unsigned n = atomic_load_explicit(&rt->n_slots, memory_order_acquire);
+    uint64_t now = atomic_load_explicit(&rt->now_ns, memory_order_relaxed);
     bool stuck = false;
     for (unsigned i = 0; i < n && i < ZFI_MAX_WORKERS; i++) {
-        const zf_node *now = atomic_load_explicit(&rt->slots[i], memory_order_relaxed);
-        stuck |= now && now == rt->slot_seen[i];
-        rt->slot_seen[i] = now;
+        const zf_node *in = atomic_load_explicit(&rt->slots[i], memory_order_relaxed);
+        if (!in || in != rt->slot_seen[i]) {
+            rt->slot_seen[i] = in;
+            rt->slot_seen_ns[i] = now;
+        } else if (now - rt->slot_seen_ns[i] >= ZFI_TICK_NS) {
+            stuck = true; /* there a tick ago (a kicked pass of the timer is not a tick) */
+        }
     }
+    /* Not wake_one: its `woken` may be stale (set for a worker whose wait
+     * ended otherwise), which would silence this net too. */
     if (stuck)
-        wake_one(rt);
+        zfi_evc_notify_one(&rt->q_evc);
 }
 
 void zfi_node_notify(zf_node *n)
@@ -609,6 +621,8 @@ static enum step_result step_source(zf_node *n, bool *more)
             return STEP_OK;
         if (periodic && !atomic_exchange(&n->ticks, 0))
             return STEP_OK;
+        if (k > 0 && slot_full() && sleepers(inst->rt))
+            wake_one(inst->rt); /* what the last produce made ready would wait (above) */
         uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed) +
                         atomic_load_explicit(&n->sent_x, memory_order_relaxed);
         n->refused_on = NULL;
@@ -702,8 +716,8 @@ static enum step_result step_consumer(zf_node *n, bool *more)
             return STEP_OK;
         }
         n->rr = port + 1 < n->n_in ? (unsigned)(port + 1) : 0;
-        if (k > 0 && slot_full() && sleepers(n->inst->rt))
-            wake_one(n->inst->rt); /* what this step's sends made ready would wait (above) */
+        if (slot_full() && sleepers(n->inst->rt))
+            wake_one(n->inst->rt); /* what is in the slot would wait for this callback (above) */
         atomic_store_explicit(&d->owner, zfi_owner_pack(n->index, (long)port),
                               memory_order_relaxed);
         enum step_result r = call(n, (unsigned)port, &d, &now);

@@ -150,9 +150,10 @@ ZT_CASE(output_of_a_long_callback_is_delivered_before_it_returns)
      * sleep by then; the relay's callback for it sends, then stays 3 s.
      * The next thing to wake a worker otherwise is the source's next tick,
      * a second later still: the bound of 1.5 s tells the two apart. */
-    const zt_node n[] = {{"gen", ZT_LIB("gen") "\n    period: 1000ms", "count: 2", NULL},
-                         {"relay", ZT_LIB("relay"), "linger_ms: 3000, linger_on: 2", NULL},
-                         {"sink", ZT_LIB("count"), zt_fmt("summary: \"%s\"", sum), NULL}};
+    const zt_node n[] = {
+        {"gen", ZT_LIB("gen") "\n    period: 1000ms", "count: 2", NULL},
+        {"relay", ZT_LIB("relay") "\n    hang_timeout: 10s", "linger_ms: 3000, linger_on: 2", NULL},
+        {"sink", ZT_LIB("count"), zt_fmt("summary: \"%s\"", sum), NULL}};
     zf_flow *f = NULL;
     zf_instance *inst = zt_launch(two, zt_chain("linger", n, 3, true), NULL, &f);
     ZT_CHECK(inst);
