@@ -43,12 +43,14 @@
  * one of the two always sees the other, so a wake-up cannot be lost. */
 #include "core/link.h"
 
+#include "core/asym.h"
 #include "core/capsule.h"
 #include "core/futex.h"
 #include "core/tap.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -63,6 +65,13 @@
  * a consumer that sees it, then tail equal to head, has seen the last
  * message. Positions never reach it. */
 #define TAIL_CLOSED (1ull << 63)
+
+/* A side of the ring (its producers' tail, its consumers' head) is owned or
+ * shared. Owned, one party (the runtime's node at that end) moves the
+ * position with plain stores; every other party first makes the side
+ * shared for good (side_share), after which everyone claims positions with
+ * a compare-and-swap. */
+enum side_mode { SIDE_OWNED = 0, SIDE_SHARING = 1, SIDE_SHARED = 2 };
 
 typedef struct cell {
     _Atomic uint64_t seq;
@@ -86,6 +95,7 @@ struct zf_link {
     _Atomic uint64_t bytes_in;   /* by the producer node (plain stores) */
     _Atomic uint64_t bytes_in_x; /* by other producers (atomic adds) */
     uint32_t hw_tick;
+    _Atomic uint32_t prod_busy; /* the owning producer is inside a plain put */
 
     /* The consumers' line: written by consumers only. */
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t head;
@@ -93,6 +103,7 @@ struct zf_link {
     _Atomic uint64_t bytes_out;   /* by the consumer node (plain stores) */
     _Atomic uint64_t popped;      /* public pops (atomic adds) */
     _Atomic uint64_t bytes_out_x; /* by other consumers (atomic adds) */
+    _Atomic uint32_t cons_busy;   /* the owning consumer is inside a plain take */
 
     /* The rare parties' line: read on every push and take, written only
      * by what is rare (close, breaker, parking, bursts, waiters). */
@@ -103,6 +114,7 @@ struct zf_link {
     _Atomic uint32_t tapped;      /* a tap is attached: pushes take the slow path */
     _Atomic uint32_t tap_users;   /* pushes offering to the tap right now */
     _Atomic(zfi_tap *) tap;
+    _Atomic uint32_t prod_mode, cons_mode; /* enum side_mode */
     zfi_evc data_evc, room_evc;
 
     /* Written on drops, bursts and blocking only. */
@@ -157,6 +169,8 @@ zf_err zf_link_create(const zf_link_config *cfg, zf_link **out)
         atomic_init(&l->cells[i].seq, 0); /* cell i first holds position i: sequence i + 1 */
         atomic_init(&l->cells[i].h, 0);
     }
+    atomic_init(&l->prod_mode, SIDE_SHARED);
+    atomic_init(&l->cons_mode, SIDE_SHARED);
     l->mask = n - 1;
     l->capacity = cap;
     l->max_bytes = cfg->max_bytes;
@@ -174,6 +188,9 @@ void zf_link_destroy(zf_link *l)
 {
     if (!l)
         return;
+    /* Nobody else uses it now: shared without the barrier. */
+    atomic_store(&l->prod_mode, SIDE_SHARED);
+    atomic_store(&l->cons_mode, SIDE_SHARED);
     zf_data *d;
     while ((d = take_any(l)))
         zf_data_unref(d);
@@ -201,11 +218,105 @@ void zfi_link_set_on_data(zf_link *l, zfi_link_hook on_data, void *data_arg)
 }
 
 /* ---- the ring ---- */
+static int exp_v = -1;
+static inline int getenv_exp(void)
+{
+    if (exp_v < 0)
+        exp_v = getenv("ZF_EXP") ? atoi(getenv("ZF_EXP")) : 0;
+    return exp_v;
+}
 
 /* The producers' position: tail without its closed bit. */
 static inline uint64_t tail_pos(zf_link *l)
 {
     return atomic_load_explicit(&l->tail, memory_order_seq_cst) & ~TAIL_CLOSED;
+}
+
+/* Make a side shared, once and for good, before a party other than its
+ * owner moves its position (an asymmetric Dekker, core/asym.h). The owner
+ * raises `busy`, then reads the mode: still owned, it moves the position
+ * with plain stores and lowers `busy` (release). Here: the mode leaves
+ * SIDE_OWNED, the process-wide barrier runs, and `busy` is waited down. So
+ * an owner's plain operation either saw the mode change (and took the
+ * shared path) or is seen busy and waited for; after this, every operation
+ * on the side claims with a compare-and-swap. The owner's window is a few
+ * instructions (no call, no wait), so the wait is short unless the owner
+ * lost its CPU inside it. Racing sharers: one runs the barrier, the others
+ * wait for SIDE_SHARED. */
+static __attribute__((noinline)) void side_share_slow(_Atomic uint32_t *mode,
+                                                      _Atomic uint32_t *busy)
+{
+    uint32_t m = SIDE_OWNED;
+    if (atomic_compare_exchange_strong(mode, &m, SIDE_SHARING)) {
+        zfi_asym_barrier();
+        for (unsigned i = 0; atomic_load_explicit(busy, memory_order_acquire); i++)
+            if ((i & 1023) == 1023)
+                sched_yield(); /* the owner may be off the CPU, inside its window */
+            else
+                zfi_cpu_relax();
+        atomic_store_explicit(mode, SIDE_SHARED, memory_order_release);
+        return;
+    }
+    for (unsigned i = 0; atomic_load_explicit(mode, memory_order_acquire) != SIDE_SHARED; i++)
+        if ((i & 1023) == 1023)
+            sched_yield();
+        else
+            zfi_cpu_relax();
+}
+
+static inline void side_share(_Atomic uint32_t *mode, _Atomic uint32_t *busy)
+{
+    if (ZFI_UNLIKELY(atomic_load_explicit(mode, memory_order_acquire) != SIDE_SHARED))
+        side_share_slow(mode, busy);
+}
+
+/* The owner's window: raise busy, then read the mode (a compiler barrier
+ * between them, the rare side's barrier is the fence). True: still owned,
+ * the caller moves the position with plain stores, then calls
+ * owner_leave. False: shared (busy is lowered again). */
+static inline bool owner_enter(_Atomic uint32_t *mode, _Atomic uint32_t *busy)
+{
+    atomic_store_explicit(busy, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    if (ZFI_LIKELY(atomic_load_explicit(mode, memory_order_relaxed) == SIDE_OWNED))
+        return true;
+    atomic_store_explicit(busy, 0, memory_order_release);
+    return false;
+}
+
+static inline void owner_leave(_Atomic uint32_t *busy)
+{
+    atomic_store_explicit(busy, 0, memory_order_release);
+}
+
+void zfi_link_own(zf_link *l)
+{
+    zfi_asym_init();
+    if (!zfi_asym_ok())
+        return; /* no barrier for the rare side: both sides stay shared */
+    atomic_store(&l->prod_mode, SIDE_OWNED);
+    atomic_store(&l->cons_mode, SIDE_OWNED);
+}
+
+/* The owning producer's put (its side owned, no closed bit: a close shares
+ * the side first): the same as the shared put below, with a plain store of
+ * tail for the compare-and-swap. The publication stays seq_cst (the
+ * wake-up checks after it pair with it). */
+static inline bool owned_put(zf_link *l, zfi_handle h)
+{
+    uint64_t p = atomic_load_explicit(&l->tail, memory_order_relaxed);
+    if (ZFI_UNLIKELY((int64_t)(p - atomic_load_explicit(&l->head_seen, memory_order_acquire)) >
+                     (int64_t)l->mask)) {
+        uint64_t seen = atomic_load_explicit(&l->head, memory_order_seq_cst);
+        atomic_store_explicit(&l->head_seen, seen, memory_order_release);
+        if ((int64_t)(p - seen) > (int64_t)l->mask)
+            return false;
+    }
+    atomic_store_explicit(&l->tail, p + 1, memory_order_relaxed);
+    cell *c = &l->cells[p & l->mask];
+    atomic_store_explicit(&c->h, h, memory_order_relaxed);
+    atomic_store_explicit(&c->seq, p + 1, memory_order_seq_cst);
+    return true;
 }
 
 /* Put h at the tail if a cell is free and the link is open (refill: open or
@@ -216,8 +327,17 @@ static inline uint64_t tail_pos(zf_link *l)
  * why the consumer writes no cell back). seq_cst reservation and publication: close's bit, the
  * end-of-stream test and the wake-up checks that follow (waiters, the consumer node's state) pair
  * with them. False when full or closed. */
-static inline bool ring_put(zf_link *l, zfi_handle h, bool refill)
+static inline bool ring_put(zf_link *l, zfi_handle h, bool refill, bool own)
 {
+    if (own) {
+        if (ZFI_LIKELY(owner_enter(&l->prod_mode, &l->prod_busy))) {
+            bool ok = owned_put(l, h);
+            owner_leave(&l->prod_busy);
+            return ok;
+        }
+    } else {
+        side_share(&l->prod_mode, &l->prod_busy);
+    }
     uint64_t pos = atomic_load_explicit(&l->tail, memory_order_relaxed);
     for (;;) {
         if (ZFI_UNLIKELY(pos & TAIL_CLOSED) && !refill)
@@ -235,6 +355,16 @@ static inline bool ring_put(zf_link *l, zfi_handle h, bool refill)
             atomic_store_explicit(&l->head_seen, seen, memory_order_release);
             if ((int64_t)(p - seen) > (int64_t)l->mask)
                 return false; /* every cell is taken */
+        }
+        if (getenv_exp()) {
+            atomic_store_explicit(&l->tail, pos + 1, memory_order_relaxed);
+            cell *c = &l->cells[p & l->mask];
+            atomic_store_explicit(&c->h, h, memory_order_relaxed);
+            if (getenv_exp() == 2)
+                atomic_store_explicit(&c->seq, p + 1, memory_order_release);
+            else
+                atomic_store_explicit(&c->seq, p + 1, memory_order_seq_cst);
+            return true;
         }
         if (atomic_compare_exchange_weak_explicit(&l->tail, &pos, pos + 1, memory_order_seq_cst,
                                                   memory_order_relaxed)) {
@@ -276,8 +406,28 @@ static inline void prefetch_next(zf_link *l, uint64_t pos)
  * cell for the producers): a claim that fails drops what it read, and
  * nothing of the capsule is read before the claim succeeds (a capsule
  * another party claimed may be freed and reused at any moment). */
-static inline zfi_handle ring_take(zf_link *l)
+static inline zfi_handle ring_take(zf_link *l, bool own)
 {
+    if (own) {
+        if (ZFI_LIKELY(owner_enter(&l->cons_mode, &l->cons_busy))) {
+            /* The owner's take: a plain store of head for the claim
+             * (release: the handle is read first). No fence: the wake-ups a
+             * take owes are settled by zfi_link_settle after a fence. */
+            uint64_t pos = atomic_load_explicit(&l->head, memory_order_relaxed);
+            cell *c = &l->cells[pos & l->mask];
+            zfi_handle h = 0;
+            if (atomic_load_explicit(&c->seq, memory_order_acquire) == pos + 1) {
+                h = atomic_load_explicit(&c->h, memory_order_relaxed);
+                atomic_store_explicit(&l->head, pos + 1, memory_order_release);
+            }
+            owner_leave(&l->cons_busy);
+            if (h)
+                prefetch_next(l, pos + 1);
+            return h;
+        }
+    } else {
+        side_share(&l->cons_mode, &l->cons_busy);
+    }
     uint64_t pos = atomic_load_explicit(&l->head, memory_order_relaxed);
     for (;;) {
         cell *c = &l->cells[pos & l->mask];
@@ -285,6 +435,11 @@ static inline zfi_handle ring_take(zf_link *l)
         int64_t dif = (int64_t)(seq - (pos + 1));
         if (dif == 0) {
             zfi_handle h = atomic_load_explicit(&c->h, memory_order_relaxed);
+            if (getenv_exp() == 1 || getenv_exp() == 2) {
+                atomic_store_explicit(&l->head, pos + 1, memory_order_release);
+                prefetch_next(l, pos + 1);
+                return h;
+            }
             if (atomic_compare_exchange_weak_explicit(&l->head, &pos, pos + 1, memory_order_seq_cst,
                                                       memory_order_relaxed)) {
                 prefetch_next(l, pos + 1);
@@ -409,16 +564,16 @@ static bool spill_append_locked(zf_link *l, zfi_handle h)
  * the ring, else (a burst past the ring) the spill list. ZF_ECLOSED when the
  * link closed first (close sets its bit under spill_mu, so nothing is
  * spilled after it), ZF_ENOMEM when out of memory; h is not taken then. */
-static zf_err enqueue(zf_link *l, zfi_handle h)
+static zf_err enqueue(zf_link *l, zfi_handle h, bool own)
 {
     if (ZFI_LIKELY(!atomic_load_explicit(&l->spill_n, memory_order_relaxed)) &&
-        ring_put(l, h, false))
+        ring_put(l, h, false, own))
         return ZF_OK;
     pthread_mutex_lock(&l->spill_mu);
     zf_err e = ZF_OK;
     if (atomic_load_explicit(&l->tail, memory_order_relaxed) & TAIL_CLOSED)
         e = ZF_ECLOSED;
-    else if (!(l->spill_len == 0 && ring_put(l, h, false)) && !spill_append_locked(l, h))
+    else if (!(l->spill_len == 0 && ring_put(l, h, false, own)) && !spill_append_locked(l, h))
         e = ZF_ENOMEM;
     pthread_mutex_unlock(&l->spill_mu);
     return e;
@@ -429,7 +584,7 @@ static zf_err enqueue(zf_link *l, zfi_handle h)
 static void spill_refill(zf_link *l)
 {
     pthread_mutex_lock(&l->spill_mu);
-    while (l->spill_len && ring_put(l, l->spill[l->spill_head], true)) {
+    while (l->spill_len && ring_put(l, l->spill[l->spill_head], true, false)) {
         l->spill_head = (l->spill_head + 1) % l->spill_cap;
         l->spill_len--;
         atomic_fetch_sub_explicit(&l->spilled, 1, memory_order_relaxed);
@@ -438,13 +593,14 @@ static void spill_refill(zf_link *l)
     pthread_mutex_unlock(&l->spill_mu);
 }
 
-/* Take the head capsule (any party), or NULL. */
-static inline zf_data *take_one(zf_link *l)
+/* Take the head capsule, or NULL: as the consumer side's owner (own), or
+ * as any party. */
+static inline zf_data *take_one(zf_link *l, bool own)
 {
-    zfi_handle h = ring_take(l);
+    zfi_handle h = ring_take(l, own);
     if (!h && atomic_load_explicit(&l->spill_n, memory_order_seq_cst)) {
         spill_refill(l);
-        h = ring_take(l);
+        h = ring_take(l, own);
     }
     if (!h)
         return NULL;
@@ -457,7 +613,7 @@ static inline zf_data *take_one(zf_link *l)
 
 static zf_data *take_any(zf_link *l)
 {
-    zf_data *d = take_one(l);
+    zf_data *d = take_one(l, false);
     if (d)
         atomic_fetch_add_explicit(&l->bytes_out_x, d->len, memory_order_relaxed);
     return d;
@@ -586,7 +742,7 @@ static __attribute__((noinline)) zf_err push_slow(zf_link *l, zf_data **d, enum 
     zf_data *tapped = NULL;
     if (ZFI_UNLIKELY(atomic_load_explicit(&l->tapped, memory_order_relaxed)))
         tapped = zf_data_ref(c);
-    zf_err e = enqueue(l, zfi_handle_of(c));
+    zf_err e = enqueue(l, zfi_handle_of(c), own);
     if (tapped) {
         /* Announce the offer, then read the tap: a detach (tapped 0, tap
          * NULL, then waits for tap_users 0) either is seen or waits. */
@@ -638,7 +794,7 @@ push(zf_link *l, zf_data **d, enum push_mode mode, int64_t timeout_ns, bool own,
         t - atomic_load_explicit(&l->head_seen, memory_order_relaxed) >= l->capacity)
         return push_slow(l, d, mode, timeout_ns, own, park);
     uint64_t len = c->len;
-    if (ZFI_UNLIKELY(!ring_put(l, zfi_handle_of(c), false)))
+    if (ZFI_UNLIKELY(!ring_put(l, zfi_handle_of(c), false, own)))
         return push_slow(l, d, mode, timeout_ns, own, park);
     *d = NULL;
     return pushed(l, len, own);
@@ -700,7 +856,7 @@ static bool ended(zf_link *l)
 
 zf_data *zfi_link_take(zf_link *l, bool *eos)
 {
-    zf_data *d = take_one(l);
+    zf_data *d = take_one(l, true);
     if (ZFI_LIKELY(d)) {
         bump(&l->delivered, 1);
         bump(&l->bytes_out, d->len);
@@ -710,6 +866,12 @@ zf_data *zfi_link_take(zf_link *l, bool *eos)
     }
     *eos = ended(l);
     return NULL;
+}
+
+void zfi_link_settle(zf_link *l)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    after_take(l);
 }
 
 uint32_t zfi_link_capacity(const zf_link *l)
@@ -787,6 +949,7 @@ void zf_link_close(zf_link *l)
         return;
     if (atomic_exchange_explicit(&l->closed, 1, memory_order_seq_cst))
         return;
+    side_share(&l->prod_mode, &l->prod_busy); /* the bit goes in with a read-modify-write */
     pthread_mutex_lock(&l->spill_mu);
     atomic_fetch_or_explicit(&l->tail, TAIL_CLOSED, memory_order_seq_cst);
     pthread_mutex_unlock(&l->spill_mu);

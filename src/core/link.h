@@ -24,11 +24,26 @@ void zfi_link_set_on_data(zf_link *l, zfi_link_hook on_data, void *data_arg);
  * Consumes *d. ZF_ECLOSED when closed. */
 zf_err zfi_link_push_nowait(zf_link *l, zf_data **d, bool own, bool *park);
 
+/* Give each side of a new link to its runtime node (before any traffic):
+ * the producer node's pushes from its callbacks (zfi_link_push_nowait with
+ * own) and the consumer node's takes (zfi_link_take) then move the ring's
+ * positions with plain stores, not compare-and-swaps. Any other party on a
+ * side (another thread's push, a pop, a drop, the breaker, a flush, a
+ * close, a spill's refill) makes that side shared for good first, at the
+ * cost of one process-wide barrier (core/asym.h). Without membarrier(2)
+ * both sides stay shared. */
+void zfi_link_own(zf_link *l);
+
 /* The link's consumer node takes the head capsule (the caller owns it),
  * counted as delivered (dequeued); NULL when none. *eos is set when the
  * link is closed and empty. The one consumer node only (others use
- * zf_link_try_pop). */
+ * zf_link_try_pop). A take of the owner has no fence: after its takes
+ * (before it goes idle or waits), the consumer calls zfi_link_settle. */
 zf_data *zfi_link_take(zf_link *l, bool *eos);
+/* After the consumer node's takes from l: a full fence, then the wake-ups
+ * a take owes (a producer parked for room, threads waiting for room), so
+ * that none is lost to a take's plain store still on its way. */
+void zfi_link_settle(zf_link *l);
 
 /* True when a capsule waits at the head (lock-free; for the consumer). */
 bool zfi_link_ready(zf_link *l);

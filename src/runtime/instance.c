@@ -97,6 +97,7 @@ static zf_err wire_links(zf_instance *inst, zf_diag *diag)
             return zfi_diag_add(diag, err, fl->file, fl->line, fl->col, "queue", "%s",
                                 zf_last_error());
         zf_link *l = inst->links[i];
+        zfi_link_own(l); /* its two nodes move its positions (core/link.h) */
         /* A sink without on_input (a bridge endpoint) takes from its link
          * on a thread of its own, woken by the link itself. */
         bool own_thread = to->decl->kind == ZF_SINK && !to->decl->on_input;

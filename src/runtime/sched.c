@@ -17,16 +17,15 @@
  *   one idle worker spins through the gap instead (spin_budget). */
 #include "runtime/runtime.h"
 
+#include "core/asym.h"
 #include "graph/loader.h" /* ZFI_MAX_PORTS */
 
 #include <errno.h>
 #include <limits.h>
-#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #define SPIN_NS        30000u
@@ -76,30 +75,19 @@ _Static_assert(ZFI_MAX_PORTS + 1 < (1u << ZFI_OWNER_PORT_BITS), "a port fits the
  * under the lock. Where membarrier is refused (a seccomp filter), the end
  * is a compare-and-swap against the claims, as they are. */
 static pthread_mutex_t claim_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
-static bool asym_ok;
-
-static void asym_init(void)
-{
-    asym_ok = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 &&
-              syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
-}
 
 void zfi_sched_init_once(void)
 {
-    pthread_once(&asym_once, asym_init);
+    zfi_asym_init();
 }
 
 /* Mark `bit` went into cb_word for the callback that began at `start`
  * (claim_mu held): does it stand? If not, it is taken back out. */
 static bool claim_stands(zf_node *n, uint64_t start, uint64_t bit)
 {
-    if (!asym_ok)
+    if (!zfi_asym_ok())
         return true; /* the end compares-and-swaps: a mark that went in stands */
-    int tries = 0;
-    while (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
-        if (++tries == 100) /* it worked at registration: ENOMEM, again and again */
-            zfi_fatal("sched", "membarrier failed 100 times: %s", strerror(errno));
+    zfi_asym_barrier();
     uint64_t done = atomic_load_explicit(&n->cb_done, memory_order_relaxed);
     if ((int64_t)(done - start) < 0)
         return true; /* not ended: its worker will see the mark */
@@ -115,7 +103,7 @@ static bool claim_stands(zf_node *n, uint64_t start, uint64_t bit)
 static uint64_t callback_end(zf_node *n, uint64_t t0)
 {
     const uint64_t marks = ZFI_CB_HUNG | ZFI_CB_ABANDONED;
-    if (ZFI_LIKELY(asym_ok)) {
+    if (ZFI_LIKELY(zfi_asym_ok())) {
         atomic_store_explicit(&n->cb_done, t0, memory_order_relaxed);
         atomic_signal_fence(memory_order_seq_cst);
         if (ZFI_LIKELY(atomic_load_explicit(&n->cb_word, memory_order_relaxed) == t0)) {
@@ -680,7 +668,7 @@ static enum step_result step_source(zf_node *n, bool *more)
  * so a step never holds capsules it has not delivered, and a stop or a
  * park between two callbacks leaves the rest in the link, in order, where
  * the breaker and the stop reach it. */
-static enum step_result step_consumer(zf_node *n, bool *more)
+static enum step_result consume(zf_node *n, bool *more, uint64_t *took)
 {
     /* coarse clock, shared by consecutive callbacks: the step's start */
     uint64_t start = atomic_load_explicit(&n->inst->rt->now_ns, memory_order_relaxed);
@@ -704,8 +692,10 @@ static enum step_result step_consumer(zf_node *n, bool *more)
                 port -= n->n_in;
             bool eos = false;
             d = zfi_link_take(n->in[port], &eos);
-            if (d)
+            if (d) {
+                *took |= port < 63 ? 1ull << port : 1ull << 63;
                 break;
+            }
             all_eos = all_eos && eos;
         }
         if (!d) {
@@ -754,6 +744,22 @@ static enum step_result step_consumer(zf_node *n, bool *more)
     if (!*more && all_eos && (!n->proxy || n->proxy->eos(n)))
         zfi_node_finish(n);
     return STEP_OK;
+}
+
+/* A step's takes are the consumer's plain stores (core/link.h): each link
+ * taken from is settled once at the step's end (a fence, then the
+ * wake-ups its takes owe). Not after an abandon: the worker touches
+ * nothing more (the stop flushes and closes those links, which wakes their
+ * producers). */
+static enum step_result step_consumer(zf_node *n, bool *more)
+{
+    uint64_t took = 0; /* bit j: input j taken from (bit 63: one past 62) */
+    enum step_result r = consume(n, more, &took);
+    if (took && r != STEP_ABANDONED)
+        for (size_t j = 0; j < n->n_in; j++)
+            if (took & (j < 63 ? 1ull << j : 1ull << 63))
+                zfi_link_settle(n->in[j]);
+    return r;
 }
 
 /* Run a node until it has nothing to do, then leave it idle (or queue it

@@ -6,7 +6,10 @@
  * released once (pinned capsules count their release callbacks, pool ones
  * the pool's bytes), and the link's statistics must balance. A lost
  * wake-up hangs a party: every wait here is bounded and fails the test.
- * Clean under ThreadSanitizer and AddressSanitizer. */
+ * The same again with the link's sides owned by its producer and consumer
+ * nodes at first (zfi_link_own: plain stores, settled takes), which the
+ * other parties turn shared under load. Clean under ThreadSanitizer and
+ * AddressSanitizer. */
 #include "harness.h"
 
 #include "core/capsule.h"
@@ -20,6 +23,13 @@
 #include <string.h>
 
 #define WAIT_LIMIT_NS 10000000000ull /* a party stuck this long lost a wake-up */
+/* A parked producer's wait for on_room: room found after a whole one of
+ * these with no call is a lost wake-up (the hook comes within microseconds
+ * of the take that made room). */
+#define ROOM_WAIT_NS 2000000000ull
+/* The consumer node settles after this many takes, as a step ends after at
+ * most ZFI_BATCH callbacks (and whenever it finds the link empty). */
+#define STEP_TAKES 32
 
 static zf_pool *pool;
 static int n_msgs; /* per producer */
@@ -117,18 +127,28 @@ static void *own_producer(void *arg)
         if (!park)
             continue;
         uint64_t t0 = zf_clock_ns();
+        bool timed_out = false;
         for (;;) {
             uint32_t key = zfi_evc_prepare(&S.room);
             uint32_t calls = atomic_load(&S.room_calls);
             if (zfi_link_want_room(S.l)) {
                 zfi_evc_cancel(&S.room);
+                /* Room, after a whole wait with no on_room: the consumer
+                 * made it and never called the hook. The scheduler would
+                 * have left this producer parked for good. */
+                if (timed_out) {
+                    fail("room came without on_room (lost wake-up)", id);
+                    goto out;
+                }
                 break;
             }
             /* the hook may have come between want_room's flag and here */
+            uint64_t w0 = zf_clock_ns();
             if (atomic_load(&S.room_calls) != calls)
                 zfi_evc_cancel(&S.room);
             else
-                zfi_evc_wait(&S.room, key, 100000000);
+                zfi_evc_wait(&S.room, key, (int64_t)ROOM_WAIT_NS);
+            timed_out = atomic_load(&S.room_calls) == calls && zf_clock_ns() - w0 >= ROOM_WAIT_NS;
             if (zf_clock_ns() - t0 > WAIT_LIMIT_NS) {
                 fail("parked producer never woken (lost wake-up)", id);
                 goto out;
@@ -168,6 +188,7 @@ static void *node_consumer(void *arg)
 {
     (void)arg;
     uint64_t idle_since = 0;
+    unsigned takes = 0; /* since the last settle */
     for (;;) {
         uint32_t key = zfi_evc_prepare(&S.data);
         bool eos = false;
@@ -177,7 +198,15 @@ static void *node_consumer(void *arg)
             atomic_fetch_add(&S.delivered, 1);
             got(d);
             idle_since = 0;
+            if (++takes == STEP_TAKES) {
+                zfi_link_settle(S.l); /* a step's end */
+                takes = 0;
+            }
             continue;
+        }
+        if (takes) {
+            zfi_link_settle(S.l); /* the node goes idle: its step ends */
+            takes = 0;
         }
         if (eos) {
             zfi_evc_cancel(&S.data);
@@ -235,12 +264,14 @@ static void *chaos(void *arg)
 
 /* A fresh link of `capacity` with the hooks, and the books for n_msgs
  * capsules from each producer. */
-static void begin(zf_policy policy, uint32_t capacity, int producers)
+static void begin(zf_policy policy, uint32_t capacity, int producers, bool owned)
 {
     memset(&S, 0, sizeof S);
     zf_link_config c = {.capacity = capacity, .policy = policy};
     if (zf_link_create(&c, &S.l) != ZF_OK)
         ZT_FAIL("zf_link_create: %s", zf_last_error());
+    if (owned)
+        zfi_link_own(S.l); /* as the runtime's links: plain stores until a party joins */
     zfi_evc_init(&S.room);
     zfi_evc_init(&S.data);
     zfi_link_set_hooks(S.l, on_data, NULL, on_room, NULL);
@@ -258,13 +289,27 @@ static void end(void)
     free(S.made);
 }
 
-static void run(zf_policy policy, uint32_t capacity, bool close_under_load, bool with_chaos)
+/* owned: the link's sides start owned by the producer and consumer nodes
+ * (zfi_link_own), and the other parties join once a tenth has gone
+ * through: each side turns shared under load. */
+static void run(zf_policy policy, uint32_t capacity, bool close_under_load, bool with_chaos,
+                bool owned)
 {
-    begin(policy, capacity, N_PRODUCERS);
+    begin(policy, capacity, N_PRODUCERS, owned);
     pthread_t prod[N_PRODUCERS], cons[2], ch;
     pthread_create(&prod[P_OWN], NULL, own_producer, (void *)(uintptr_t)P_OWN);
-    pthread_create(&prod[P_FOREIGN], NULL, foreign_producer, (void *)(uintptr_t)P_FOREIGN);
     pthread_create(&cons[0], NULL, node_consumer, NULL);
+    if (owned) {
+        uint64_t t0 = zf_clock_ns();
+        zf_link_stats st = {0};
+        do {
+            sched_yield();
+            zf_link_stats_get(S.l, &st);
+        } while (st.enqueued < (uint64_t)n_msgs / 10 && zf_clock_ns() - t0 < WAIT_LIMIT_NS);
+        if (st.enqueued < (uint64_t)n_msgs / 10)
+            fail("owned sides: the two nodes alone made no progress", 0);
+    }
+    pthread_create(&prod[P_FOREIGN], NULL, foreign_producer, (void *)(uintptr_t)P_FOREIGN);
     pthread_create(&cons[1], NULL, public_consumer, NULL);
     if (with_chaos)
         pthread_create(&ch, NULL, chaos, (void *)(uintptr_t)capacity);
@@ -340,37 +385,58 @@ static void setup(void)
 ZT_CASE(block_link_every_party_nothing_lost)
 {
     setup();
-    run(ZF_POLICY_BLOCK, 4, false, false);
+    run(ZF_POLICY_BLOCK, 4, false, false, false);
 }
 
 ZT_CASE(block_link_wraps_at_capacity_one)
 {
     setup();
-    run(ZF_POLICY_BLOCK, 1, false, false);
+    run(ZF_POLICY_BLOCK, 1, false, false, false);
 }
 
 ZT_CASE(breaker_and_flush_under_load_count_everything_once)
 {
     setup();
-    run(ZF_POLICY_BLOCK, 8, false, true);
+    run(ZF_POLICY_BLOCK, 8, false, true, false);
 }
 
 ZT_CASE(drop_oldest_with_every_party)
 {
     setup();
-    run(ZF_POLICY_DROP_OLDEST, 3, false, true);
+    run(ZF_POLICY_DROP_OLDEST, 3, false, true, false);
 }
 
 ZT_CASE(drop_newest_with_every_party)
 {
     setup();
-    run(ZF_POLICY_DROP_NEWEST, 5, false, false);
+    run(ZF_POLICY_DROP_NEWEST, 5, false, false, false);
 }
 
 ZT_CASE(close_under_load_releases_everything)
 {
     setup();
-    run(ZF_POLICY_BLOCK, 16, true, true);
+    run(ZF_POLICY_BLOCK, 16, true, true, false);
+}
+
+/* The same with the link's sides owned by its nodes at first: the
+ * foreign producer, the public consumer, the breaker and the flush turn
+ * them shared while the owners push and take. */
+ZT_CASE(owned_sides_turn_shared_under_load_nothing_lost)
+{
+    setup();
+    run(ZF_POLICY_BLOCK, 4, false, false, true);
+}
+
+ZT_CASE(owned_sides_with_breaker_flush_and_close_count_everything_once)
+{
+    setup();
+    run(ZF_POLICY_BLOCK, 16, true, true, true);
+}
+
+ZT_CASE(owned_drop_oldest_link_turns_shared_on_its_first_drop)
+{
+    setup();
+    run(ZF_POLICY_DROP_OLDEST, 3, false, true, true);
 }
 
 /* A close racing pushes, many times over: a push that returned ZF_OK is
@@ -476,12 +542,12 @@ ZT_CASE(close_racing_pushes_delivers_every_accepted_capsule)
 /* The park/wake handshake alone, as fast as it goes: a producer that parks
  * on every message of a capacity-1 link and a consumer that makes room one
  * capsule at a time. One lost wake-up and the producer never resumes. */
-ZT_CASE(park_wake_handshake_never_loses_a_wakeup)
+static void park_wake(bool owned)
 {
     setup();
     int saved = n_msgs;
     n_msgs = n_msgs / 2;
-    begin(ZF_POLICY_BLOCK, 1, 1);
+    begin(ZF_POLICY_BLOCK, 1, 1, owned);
     pthread_t p, cns;
     pthread_create(&p, NULL, own_producer, (void *)(uintptr_t)P_OWN);
     pthread_create(&cns, NULL, node_consumer, NULL);
@@ -498,9 +564,25 @@ ZT_CASE(park_wake_handshake_never_loses_a_wakeup)
     n_msgs = saved;
 }
 
+ZT_CASE(park_wake_handshake_never_loses_a_wakeup)
+{
+    park_wake(false);
+}
+
+/* Owned sides: the consumer's takes are plain stores with no fence, its
+ * settle is what pairs with the parked producer's flag. */
+ZT_CASE(owned_park_wake_handshake_never_loses_a_wakeup)
+{
+    park_wake(true);
+}
+
 ZT_MAIN(ZT_ENTRY(block_link_every_party_nothing_lost), ZT_ENTRY(block_link_wraps_at_capacity_one),
         ZT_ENTRY(breaker_and_flush_under_load_count_everything_once),
         ZT_ENTRY(drop_oldest_with_every_party), ZT_ENTRY(drop_newest_with_every_party),
         ZT_ENTRY(close_under_load_releases_everything),
         ZT_ENTRY(close_racing_pushes_delivers_every_accepted_capsule),
-        ZT_ENTRY(park_wake_handshake_never_loses_a_wakeup))
+        ZT_ENTRY(park_wake_handshake_never_loses_a_wakeup),
+        ZT_ENTRY(owned_sides_turn_shared_under_load_nothing_lost),
+        ZT_ENTRY(owned_sides_with_breaker_flush_and_close_count_everything_once),
+        ZT_ENTRY(owned_drop_oldest_link_turns_shared_on_its_first_drop),
+        ZT_ENTRY(owned_park_wake_handshake_never_loses_a_wakeup))
