@@ -148,8 +148,14 @@ static zf_err decode(request_impl *x)
         }
     }
     const zf_config *v = zfi_config_member(o, "v");
-    if (!v || v->kind != ZF_CFG_INT || v->i < 1)
+    if (!v)
         return bad("field 'v' (the protocol version, an integer >= 1) is missing");
+    if (v->kind != ZF_CFG_INT)
+        return bad("field 'v' (the protocol version) must be an integer >= 1, not %s",
+                   zf_config_kind_name(v->kind));
+    if (v->i < 1)
+        return bad("field 'v' (the protocol version) must be an integer >= 1, not %lld",
+                   (long long)v->i);
     if (v->i > ZF_PROTOCOL_VERSION)
         return bad("protocol version %lld is newer than this side's %d", (long long)v->i,
                    ZF_PROTOCOL_VERSION);

@@ -64,10 +64,14 @@ zf_err zf_parse_duration(const char *s, int64_t *out_ns)
     static const unit units[] = {{"ns", 1},  {"us", 1e3}, {"µs", 1e3},   {"ms", 1e6},
                                  {"s", 1e9}, {"m", 60e9}, {"min", 60e9}, {"h", 3600e9}};
     double ns;
-    if (scaled(s, units, ZFI_ARRAY_LEN(units), &ns) && ns <= 9.2e18) {
+    bool num = scaled(s, units, ZFI_ARRAY_LEN(units), &ns);
+    if (num && ns <= 9.2e18) {
         *out_ns = (int64_t)llround(ns);
         return ZF_OK;
     }
+    if (num)
+        return zfi_error(ZF_EINVAL,
+                         "'%s' is too long a duration: at most 9.2e18 ns (about 292 years)", s);
     return zfi_error(ZF_EINVAL,
                      "'%s' is not a duration: expected a non-negative number with a unit "
                      "(ns, us, ms, s, m, h), e.g. \"16ms\" or \"1.5s\"",
@@ -91,10 +95,15 @@ zf_err zf_parse_size(const char *s, uint64_t *out_bytes)
                                  {"M", 1048576.0},
                                  {"G", 1073741824.0}};
     double b;
-    if (scaled(s, units, ZFI_ARRAY_LEN(units), &b) && b <= 1.8e19 && b == floor(b)) {
+    bool num = scaled(s, units, ZFI_ARRAY_LEN(units), &b);
+    if (num && b <= 1.8e19 && b == floor(b)) {
         *out_bytes = (uint64_t)b;
         return ZF_OK;
     }
+    if (num && b == floor(b))
+        return zfi_error(ZF_EINVAL, "'%s' is too large a size: at most 1.8e19 bytes (16 EiB)", s);
+    if (num)
+        return zfi_error(ZF_EINVAL, "'%s' is not a whole number of bytes", s);
     return zfi_error(ZF_EINVAL,
                      "'%s' is not a size: expected a non-negative whole number of bytes with an "
                      "optional unit (B, KiB, MiB, GiB, kB, MB, GB), e.g. \"512MiB\"",

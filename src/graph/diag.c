@@ -95,9 +95,22 @@ zf_err zfi_diag_vadd(zf_diag *d, zf_err code, const char *file, unsigned line, u
 {
     if (!d)
         return code;
-    zfi_buf b;
+    zfi_buf raw, b;
+    zfi_buf_init(&raw);
+    zfi_buf_vprintf(&raw, fmt, ap);
+    char *text = zfi_buf_steal(&raw);
+    if (!text)
+        return code;
+    /* What the descriptor said is echoed: a control byte in it (an escape
+     * sequence in an id) is shown as \xNN, not sent to the reader's
+     * terminal. */
     zfi_buf_init(&b);
-    zfi_buf_vprintf(&b, fmt, ap);
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            zfi_buf_printf(&b, "\\x%02x", *p);
+        else
+            zfi_buf_printf(&b, "%c", *p);
+    free(text);
     char *msg = zfi_buf_steal(&b);
     if (msg)
         push(d, code, file ? file : "", line, col, field ? field : "", msg);

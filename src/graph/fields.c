@@ -117,7 +117,11 @@ bool zfi_want_duration(zfi_loader *ld, const zf_config *c, const char *field, in
     if (!t)
         return false;
     int64_t ns = 0;
-    if (c->kind == ZF_CFG_INT || c->kind == ZF_CFG_FLOAT || zf_parse_duration(t, &ns) != ZF_OK) {
+    if (c->kind != ZF_CFG_INT && c->kind != ZF_CFG_FLOAT && zf_parse_duration(t, &ns) != ZF_OK) {
+        zfi_err(ld, ZF_EINVAL, c, field, "%s", zf_last_error()); /* what, and what was expected */
+        return false;
+    }
+    if (c->kind == ZF_CFG_INT || c->kind == ZF_CFG_FLOAT) {
         zfi_err(ld, ZF_EINVAL, c, field,
                 "'%s' is not a duration: expected a number with a unit (ns, us, ms, s, m, h), "
                 "e.g. \"16ms\" or \"1.5s\"",
@@ -145,7 +149,10 @@ bool zfi_want_size(zfi_loader *ld, const zf_config *c, const char *field, uint64
             return false;
         }
         v = (uint64_t)c->i;
-    } else if (c->kind != ZF_CFG_STRING || zf_parse_size(t, &v) != ZF_OK) {
+    } else if (c->kind == ZF_CFG_STRING && zf_parse_size(t, &v) != ZF_OK) {
+        zfi_err(ld, ZF_EINVAL, c, field, "%s", zf_last_error()); /* what, and what was expected */
+        return false;
+    } else if (c->kind != ZF_CFG_STRING) {
         zfi_err(ld, ZF_EINVAL, c, field,
                 "'%s' is not a size: expected bytes with an optional unit (B, KiB, MiB, GiB, kB, "
                 "MB, GB), e.g. \"512MiB\"",
@@ -192,10 +199,11 @@ bool zfi_want_id(zfi_loader *ld, const zf_config *c, const char *field, const ch
     for (const unsigned char *p = (const unsigned char *)t; *p; p++) {
         if (*p <= ' ' || *p == 0x7f || strchr(">/*$?#", *p)) {
             zfi_err(ld, ZF_EINVAL, c, field,
-                    "the %s '%s' contains '%c': expected a name without blanks or any of > / * "
-                    "$ ? # ('>' separates composite ids, the others are reserved by Zenoh key "
-                    "expressions and topics)",
-                    what, t, *p > ' ' && *p != 0x7f ? *p : ' ');
+                    "the %s '%s' contains '%c': expected a name without blanks, control "
+                    "characters or any of > / * $ ? # ('>' separates composite ids, the others "
+                    "are reserved by Zenoh key expressions and topics)",
+                    what, t,
+                    *p == ' ' ? ' ' : (char)*p); /* (the diagnostic shows controls as \xNN) */
             return false;
         }
     }

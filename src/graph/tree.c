@@ -286,8 +286,18 @@ static const char *tag_name(const char *tag)
     return strncmp(tag, TAG_PREFIX, strlen(TAG_PREFIX)) == 0 ? tag + strlen(TAG_PREFIX) : tag;
 }
 
+/* A "\0" in a double-quoted string would cut it short ("a\0x" and "a\0y"
+ * were both 'a'): refused, key or value. */
+static void refuse_nul(builder *b, const yaml_event_t *e, unsigned line, unsigned col)
+{
+    if (memchr(e->data.scalar.value, 0, e->data.scalar.length))
+        problem(b, ZF_EPARSE, false, line, col, path_str(b),
+                "the string contains a NUL character (\\0), which a descriptor may not hold");
+}
+
 static zf_config *make_scalar(builder *b, const yaml_event_t *e, unsigned line, unsigned col)
 {
+    refuse_nul(b, e, line, col);
     const char *tag = (const char *)e->data.scalar.tag;
     char *text = zfi_strndup((const char *)e->data.scalar.value, e->data.scalar.length);
     if (!text)
@@ -347,6 +357,7 @@ static void on_scalar(builder *b, const yaml_event_t *e)
 {
     unsigned line, col;
     position(b, e->start_mark, &line, &col);
+
     if (expecting_key(b)) {
         char *key = zfi_strndup((const char *)e->data.scalar.value, e->data.scalar.length);
         if (!key) {
@@ -354,6 +365,7 @@ static void on_scalar(builder *b, const yaml_event_t *e)
             return;
         }
         size_t old = path_push(b, key);
+        refuse_nul(b, e, line, col);
         probe(b, e);
         path_pop(b, old);
         take_key(b, key, line, col);

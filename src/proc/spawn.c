@@ -117,7 +117,11 @@ zf_err zfi_child_spawn(const char *label, zfi_child *out)
     posix_spawnattr_setsigmask(&at, &none);
     /* Default dispositions: a node host must die of the signals that kill. */
     posix_spawnattr_setsigdefault(&at, &all);
-    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    /* A process group of its own: what the node forks goes with it when it
+     * ends (zfi_child_reap), and a terminal's ^C reaches the runtime only. */
+    posix_spawnattr_setpgroup(&at, 0);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+                                      POSIX_SPAWN_SETPGROUP);
     char *argv[] = {(char *)"zf-node-host", (char *)label, NULL};
     pid_t pid;
     int e = posix_spawn(&pid, host, &fa, &at, argv, environ);
@@ -163,6 +167,11 @@ void zfi_child_reap(zfi_child *c, char *why, size_t len, bool *failed, int *sig)
     memset(&si, 0, sizeof si);
     *failed = true;
     *sig = 0;
+    /* Whatever the node forked (its process group; a process that left the
+     * group with setsid escapes this) goes too. Before the wait: the
+     * unreaped child still holds the group's id, so it names no one else. */
+    if (c->pid > 0)
+        kill(-c->pid, SIGKILL);
     int r;
     do
         r = waitid(P_PIDFD, (id_t)c->pidfd, &si, WEXITED);

@@ -28,7 +28,8 @@ const char *zfi_host_path(void);
 zf_err zfi_child_spawn(const char *label, zfi_child *out);
 /* SIGKILL it (if it still runs); the pidfd makes this race-free. */
 void zfi_child_kill(const zfi_child *c);
-/* Reap it (after the pidfd signalled): "killed by signal 11 (SIGSEGV)",
+/* Reap it (after the pidfd signalled), and SIGKILL what is left of its
+ * process group (what the node forked): "killed by signal 11 (SIGSEGV)",
  * "exited with status 3", "exited normally" into why; *failed unless it
  * exited with status 0. Blocks until it has ended. */
 void zfi_child_reap(zfi_child *c, char *why, size_t len, bool *failed, int *sig);

@@ -1273,7 +1273,12 @@ static void run(zfi_iso *iso)
             iso->deadline = now_ns() + (uint64_t)zfi_lifecycle_bound_ns(n);
             say(iso, ZFI_MSG_INIT, NULL, 0, -1);
         }
+        /* A callback already past its hang_timeout when the stop comes
+         * would keep fini from ever running: killed at once, not after
+         * fini's bound (ten times the hang_timeout). */
+        bool hung_at_stop = false;
         if (iso->fini_wanted && iso->phase != PH_FINISHING) {
+            hung_at_stop = iso->phase == PH_UP && atomic_load(&iso->hung);
             iso->phase = PH_FINISHING;
             iso->deadline = now_ns() + (uint64_t)zfi_lifecycle_bound_ns(n);
             say(iso, ZFI_MSG_FINI, NULL, 0, -1);
@@ -1281,6 +1286,13 @@ static void run(zfi_iso *iso)
         enum phase ph = iso->phase;
         uint64_t deadline = iso->deadline;
         pthread_mutex_unlock(&iso->mu);
+        if (hung_at_stop) {
+            int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
+            kill_child(iso,
+                       "at stop: %s was hung (past its hang_timeout of %.1f s), so fini could "
+                       "not run",
+                       n->desc->kind == ZF_SOURCE ? "produce" : "on_input", (double)limit / 1e9);
+        }
         if (ph >= PH_INITING) {
             did |= drain_data(iso, NULL);
             did |= serve_loans(iso);

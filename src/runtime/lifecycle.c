@@ -413,7 +413,7 @@ size_t zf_crash_context(char *buf, size_t len)
 
 void zfi_node_crashed(zf_node *n, const char *why, uint64_t backoff_ns)
 {
-    char reason[160];
+    char reason[sizeof n->reason]; /* (the why may be long: the backoff must fit) */
     snprintf(reason, sizeof reason, "its process %s; restarting in %.0f ms", why,
              (double)backoff_ns / 1e6);
     pthread_mutex_lock(&n->inst->mu);
@@ -443,6 +443,8 @@ void zfi_node_isolated_failed(zf_node *n, const char *why, const char *why_not)
             zfi_link_set_breaker(n->in[i], true); /* its inputs shed load for good */
     }
     zfi_node_set_state(n, ZF_NODE_FAILED, "its process %s; not restarted: %s", why, why_not);
+    atomic_store(&n->failed_for_good, true);
+    pthread_cond_broadcast(&n->inst->cv); /* a stop's drain cuts it out (stop.c) */
     pthread_mutex_unlock(&n->inst->mu);
     zfi_log_at(&n->origin, ZF_LOG_ERROR, "isolation",
                "instance %s: node '%s' FAILED: its process %s; %s", n->inst->uuid, n->desc->id, why,

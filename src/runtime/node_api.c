@@ -11,7 +11,7 @@ static inline __attribute__((always_inline)) zf_err send(zf_node *n, unsigned po
                                                          bool try_only, int64_t timeout_ns)
 {
     if (n && n->host) /* in a node host: across the process boundary */
-        return zfi_host_send(n, port, d, try_only);
+        return zfi_host_send(n, port, d, try_only, timeout_ns);
     if (!d || !*d)
         return zfi_error(ZF_EINVAL, "zf_send: NULL capsule");
     if (!n || port >= n->n_out) {

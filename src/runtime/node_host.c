@@ -45,7 +45,7 @@ typedef struct large_map {
 typedef struct zfi_host {
     int sock;
     zfi_shm m;
-    _Atomic uint32_t msgs_seen; /* main thread writes; the predicates of other threads read */
+    _Atomic uint32_t msgs_seen; /* written under seg_mu (catch_up); the predicates read it */
     uint32_t pool_slot;
     char *arena;
     size_t arena_reserved, arena_mapped;
@@ -57,7 +57,7 @@ typedef struct zfi_host {
     zf_instance inst;
     zf_node node;
     size_t *out_ring; /* library output index -> ring (descriptor order) */
-    bool fini_asked;
+    atomic_bool fini_asked;
     atomic_bool woken;     /* zf_node_wake since the source's last produce */
     pthread_t main_thread; /* the one that runs the callbacks */
     bool producing;        /* it is in produce (read by it only) */
@@ -121,7 +121,7 @@ static void map_small(const zfi_msg *msg)
         MAP_FAILED)
         die("node host: mapping a pool segment of %llu bytes: %s", (unsigned long long)size,
             strerror(errno));
-    H.arena_mapped = off + size;
+    __atomic_store_n(&H.arena_mapped, off + size, __ATOMIC_RELEASE); /* (block_of reads it) */
 }
 
 static void map_large(const zfi_msg *msg)
@@ -163,7 +163,7 @@ static void handle(zfi_msg *msg)
         map_large(msg);
         break;
     case ZFI_MSG_FINI:
-        H.fini_asked = true;
+        atomic_store(&H.fini_asked, true);
         break;
     default:
         die("node host: unexpected message %u", msg->type);
@@ -171,23 +171,30 @@ static void handle(zfi_msg *msg)
 }
 
 /* Read every message the runtime has announced (rt.msgs): what a handle in
- * a ring needs is always sent before the handle. */
+ * a ring needs is always sent before the handle. The callbacks' thread and
+ * a node's own threads (an allocation waiting for a loan) both catch up:
+ * one at a time (seg_mu), so that two never wait for the same message,
+ * and the segment table changes under the lock block_of reads it with. */
+static pthread_mutex_t seg_mu = PTHREAD_MUTEX_INITIALIZER;
+
 static void catch_up(void)
 {
     /* A message may be read before the runtime has counted it (it counts
      * after sending): seen may be ahead of the count, never behind it for
      * long. */
+    pthread_mutex_lock(&seg_mu);
     uint32_t want = atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_acquire);
-    while ((int32_t)(want - H.msgs_seen) > 0) {
+    while ((int32_t)(want - atomic_load_explicit(&H.msgs_seen, memory_order_relaxed)) > 0) {
         zfi_msg msg;
         bool closed = false;
         int k = zfi_msg_recv(H.sock, &msg, true, &closed);
         if (k <= 0)
             _exit(closed ? 0 : 71); /* the runtime is gone */
-        H.msgs_seen++;
+        atomic_fetch_add_explicit(&H.msgs_seen, 1, memory_order_relaxed);
         handle(&msg);
         zfi_msg_free(&msg);
     }
+    pthread_mutex_unlock(&seg_mu);
 }
 
 /* The header of the block a handle names, mapped (read-only for large
@@ -198,6 +205,7 @@ static zf_data *block_of(uint64_t h, bool loaned)
         die("node host: handle %#llx names no block of the instance's pool", (unsigned long long)h);
     if (h & ZFI_HANDLE_LARGE) {
         uint64_t id = (h & (ZFI_HANDLE_LARGE - 1)) - 1;
+        pthread_mutex_lock(&seg_mu); /* the table may grow on another thread (catch_up) */
         if (id >= H.n_large || !H.large[id].base)
             die("node host: large segment %llu was never sent", (unsigned long long)id);
         large_map *l = &H.large[id];
@@ -206,12 +214,15 @@ static zf_data *block_of(uint64_t h, bool loaned)
                 die("node host: mprotect: %s", strerror(errno));
             l->rw = loaned;
         }
-        return (zf_data *)l->base;
+        void *base = l->base;
+        pthread_mutex_unlock(&seg_mu);
+        return (zf_data *)base;
     }
     uint64_t idx = h & (ZFI_HANDLE_LARGE - 1);
-    if (!idx || idx * ZFI_HDR_SIZE > H.arena_mapped)
+    size_t mapped = __atomic_load_n(&H.arena_mapped, __ATOMIC_ACQUIRE);
+    if (!idx || idx * ZFI_HDR_SIZE > mapped)
         die("node host: block %llu is past the %zu bytes of pool mapped", (unsigned long long)idx,
-            H.arena_mapped);
+            mapped);
     return (zf_data *)(H.arena + (idx - 1) * ZFI_HDR_SIZE);
 }
 
@@ -261,22 +272,55 @@ static bool has_room(void *arg)
                                  H.msgs_seen) > 0;
 }
 
-/* Push a cell (mu held; released while waiting for room). */
-static void push(zfi_ring *r, uint64_t h, uint64_t len)
+/* The runtime asked the node to stop (a source's stop, or fini). */
+static bool stop_asked(void)
+{
+    return (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire) & ZFI_RT_STOP) ||
+           atomic_load(&H.fini_asked);
+}
+
+static bool room_or_stopping(void *arg)
+{
+    return has_room(arg) || stop_asked();
+}
+
+/* Push a cell (mu held; released while waiting for room). With timeout_ns
+ * >= 0 (a thread of the node's own sending) the wait is bounded by it and
+ * ends at a stop, as a full link bounds such a sender in process: nothing
+ * is pushed then, and the answer is ZF_ETIMEDOUT or ZF_ECLOSED. */
+static zf_err push_within(zfi_ring *r, uint64_t h, uint64_t len, int64_t timeout_ns)
 {
     zfi_ring_load_lim(r); /* the runtime's bound, published at the init */
+    uint64_t t0 = timeout_ns >= 0 ? zf_clock_ns() : 0;
     for (;;) {
         uint32_t room = 0;
         if (!zfi_ring_room_lazy(r, &room))
             die("node host: a ring's head is inconsistent");
         if (room)
             break;
+        int64_t left = -1;
+        if (timeout_ns >= 0) {
+            if (stop_asked())
+                return ZF_ECLOSED;
+            left = timeout_ns - (int64_t)(zf_clock_ns() - t0);
+            if (left <= 0)
+                return ZF_ETIMEDOUT;
+        }
         pthread_mutex_unlock(&H.mu);
         zfi_evc_notify_shared(&H.m.ctl->to_rt);
-        wait_child(has_room, r, -1, NULL);
+        wait_child(timeout_ns >= 0 ? room_or_stopping : has_room, r, left, NULL);
+        if (timeout_ns >= 0)
+            catch_up(); /* a fini announced wakes it too: read it here */
         pthread_mutex_lock(&H.mu);
     }
     zfi_ring_put(r, h, len);
+    return ZF_OK;
+}
+
+/* Push a cell that must go in (a completion): waits for room. */
+static void push(zfi_ring *r, uint64_t h, uint64_t len)
+{
+    ZF_IGNORE(push_within(r, h, len, -1)); /* (no bound: ZF_OK) */
 }
 
 /* ---- capsules ---- */
@@ -402,7 +446,7 @@ static bool taken_soon(zfi_ring *r, uint64_t pos)
     }
 }
 
-zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
+zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only, int64_t timeout_ns)
 {
     if (!d || !*d)
         return zfi_error(ZF_EINVAL, "zf_send: NULL capsule");
@@ -447,10 +491,21 @@ zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only)
     }
     uint64_t h = (uint64_t)(uintptr_t)zfi_data_remote_arg(c);
     bool keep = zf_data_refcount(c) > 1;
+    /* The callbacks' thread waits for room (the runtime takes, or kills a
+     * child it finds hung); a thread of the node's own is bounded. */
+    bool own_thread = !pthread_equal(pthread_self(), H.main_thread);
     pthread_mutex_lock(&H.mu);
-    push(r, h, (c->len & ZFI_CELL_LEN_MASK) | (keep ? ZFI_CELL_KEEP : 0));
+    zf_err pe = push_within(r, h, (c->len & ZFI_CELL_LEN_MASK) | (keep ? ZFI_CELL_KEEP : 0),
+                            own_thread ? timeout_ns : -1);
     uint64_t mine = r->pos; /* taken once the head reaches it */
     pthread_mutex_unlock(&H.mu);
+    if (pe != ZF_OK) {
+        zf_data_unref(c); /* not sent: released (its handle goes back) */
+        if (pe == ZF_ECLOSED)
+            return zfi_error(pe, "zf_send: '%s' is stopping; capsule dropped", n->desc->id);
+        return zfi_error(pe, "zf_send: output %u of '%s' full for %lld ms; capsule dropped", port,
+                         n->desc->id, (long long)(timeout_ns / 1000000));
+    }
     /* Idle workers of the runtime take it (the proxy thread then sleeps on) */
     if (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_relaxed) & ZFI_RT_BELL) {
         /* (the tail's seq_cst store, then this seq_cst load: a worker that
@@ -516,7 +571,7 @@ static void operator_loop(void)
     size_t rr = 0;
     for (;;) {
         catch_up();
-        if (H.fini_asked)
+        if (atomic_load(&H.fini_asked))
             run_fini();
         bool did = false;
         for (size_t k = 0; k < H.m.n_in; k++) {
@@ -618,7 +673,7 @@ static void source_loop(void)
     bool started_once = false, waits = false, waited = false;
     for (;;) {
         catch_up();
-        if (H.fini_asked)
+        if (atomic_load(&H.fini_asked))
             run_fini();
         uint32_t flags = atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire);
         /* zf_node_stopping() for the node's own threads: suspended (after

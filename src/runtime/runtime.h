@@ -96,6 +96,7 @@ struct zf_node {
     uint32_t waiting_sends;      /* sends left as a waiting source (worker): no handoff */
     atomic_bool done;            /* saw end of stream on every input (or stopped source) */
     bool outputs_closed;         /* under inst->mu */
+    atomic_bool failed_for_good; /* an isolated node past its restart policy: never runs again */
 
     /* watchdog: 0 outside callbacks, else the callback's start time (ns),
      * possibly with ZFI_CB_HUNG or ZFI_CB_ABANDONED set. The start time
@@ -118,7 +119,7 @@ struct zf_node {
     /* state for observers (under inst->mu) */
     zf_node_state node_state;
     uint64_t state_since_ns;
-    char reason[160];
+    char reason[320];
     char error_msg[512]; /* from zf_node_set_error */
 
     /* counters */
@@ -468,7 +469,7 @@ void zfi_iso_watch(zf_node *n, uint64_t now);
 /* At runtime destroy, after the workers stopped. */
 void zfi_iso_table_free(zf_runtime *rt);
 /* In a node host (node_host.c): send and allocate across the boundary. */
-zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only);
+zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only, int64_t timeout_ns);
 zf_err zfi_host_alloc(zf_node *n, size_t len, zf_data **out);
 void zfi_host_wake(zf_node *n); /* zf_node_wake in a node host */
 

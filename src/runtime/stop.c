@@ -4,7 +4,8 @@
  * 2. Wait until every sink has seen end of stream, or the drain timeout.
  *    A node still hung at the deadline cannot pass end of stream on: its
  *    outputs close and its inputs are flushed, and the rest of the graph
- *    gets a short grace to finish.
+ *    gets a short grace to finish. An isolated node failed for good (past
+ *    its restart policy) is cut out the same way at once.
  * 3. Halt: no more callbacks. A node still inside one after a short grace
  *    is abandoned: its thread is left behind (counted), its memory never
  *    freed, so it can return safely whenever it does.
@@ -49,12 +50,19 @@ static bool hung(zf_node *n)
     return atomic_load(&n->degraded) & ZFI_DEG_HUNG;
 }
 
-/* A hung node cannot pass end of stream on: do it for it. */
-static void cut_out_hung(zf_instance *inst)
+/* An isolated node FAILED past its restart policy: it never runs again. */
+static bool failed_for_good(zf_node *n)
+{
+    return atomic_load(&n->failed_for_good);
+}
+
+/* A node that cannot pass end of stream on (hung; or failed for good): do
+ * it for it. */
+static void cut_out(zf_instance *inst, bool (*stuck)(zf_node *))
 {
     for (size_t i = 0; i < inst->n_nodes; i++) {
         zf_node *n = inst->nodes[i];
-        if (!hung(n) || atomic_load(&n->abandoned))
+        if (!stuck(n) || atomic_load(&n->abandoned))
             continue;
         pthread_mutex_lock(&inst->mu);
         bool closed = n->outputs_closed;
@@ -378,12 +386,17 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     if (!atomic_load(&inst->started))
         inst->sinks_left = 0; /* never ran: nothing to drain */
     for (;;) {
+        /* A node failed for good will never drain: cut out at once (and
+         * again whenever one fails meanwhile: it signals inst->cv). */
+        pthread_mutex_unlock(&inst->mu);
+        cut_out(inst, failed_for_good);
+        pthread_mutex_lock(&inst->mu);
         uint64_t now = zf_clock_ns();
         if (inst->sinks_left == 0 || (cut && now >= deadline + GRACE_NS))
             break;
         if (!cut && now >= deadline) {
             pthread_mutex_unlock(&inst->mu);
-            cut_out_hung(inst);
+            cut_out(inst, hung);
             for (size_t i = 0; i < inst->n_nodes; i++)
                 if (inst->nodes[i]->desc->bridge && inst->nodes[i]->decl->kind == ZF_SOURCE)
                     zfi_node_finish(inst->nodes[i]); /* its remote producer never ended */

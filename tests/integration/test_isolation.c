@@ -460,6 +460,91 @@ ZT_CASE(poison_message_fails_after_max_restarts)
     ZT_EQ(r.child_deaths, 4);
 }
 
+/* A process the isolated node forked (its pid in a file) is alive, or a
+ * zombie no one reaps yet. */
+static bool forked_alive(const char *pid_file, int *pid_out)
+{
+    FILE *f = fopen(pid_file, "r");
+    int pid = 0;
+    if (f) {
+        if (fscanf(f, "%d", &pid) != 1)
+            pid = 0;
+        fclose(f);
+    }
+    *pid_out = pid;
+    if (pid <= 0)
+        return false;
+    char path[64], st[256] = "";
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    FILE *s = fopen(path, "r");
+    if (!s)
+        return false;
+    size_t n = fread(st, 1, sizeof st - 1, s);
+    fclose(s);
+    st[n] = '\0';
+    const char *close_paren = strrchr(st, ')');
+    return close_paren && close_paren[1] == ' ' && close_paren[2] != 'Z';
+}
+
+/* What an isolated node forks ends with its process: its process group
+ * is killed when it is reaped (here, at the destroy). */
+ZT_CASE(what_an_isolated_node_forks_ends_with_it)
+{
+    char pid_file[64];
+    snprintf(pid_file, sizeof pid_file, "/tmp/zf-test-fork-%d", (int)getpid());
+    unlink(pid_file);
+    char cfg[160];
+    snprintf(cfg, sizeof cfg, ", crash_every: 5, pid_file: \"%s\"", pid_file);
+    zf_flow *f;
+    zf_instance *inst = zt_launch(runtime(), poison_flow("fork", "restart: never", cfg), NULL, &f);
+    ZT_CHECK(inst);
+    int pid = 0;
+    for (int i = 0; i < 1000 && !forked_alive(pid_file, &pid); i++)
+        zt_sleep_ms(10);
+    ZT_CHECK(pid > 0);
+    ZT_CHECK(forked_alive(pid_file, &pid)); /* forked, and running beside the node */
+    zf_stop_report r = finish(inst, f);
+    ZT_EQ(r.child_deaths, 0);
+    bool gone = false;
+    for (int i = 0; i < 500 && !gone; i++) {
+        gone = !forked_alive(pid_file, &pid);
+        if (!gone)
+            zt_sleep_ms(10);
+    }
+    if (!gone)
+        kill(pid, SIGKILL); /* (this test's own leftover) */
+    unlink(pid_file);
+    ZT_CHECK(gone);
+}
+
+/* A node failed for good (restart: never) will never drain its inputs
+ * nor pass end of stream on: the stop cuts it out at once instead of
+ * waiting the whole drain_timeout (20 s here), and the sink after it ends. */
+ZT_CASE(a_node_failed_for_good_does_not_hold_up_the_stop)
+{
+    char flow[2200];
+    snprintf(flow, sizeof flow, "drain_timeout: 20s\n%s",
+             poison_flow("exit", "restart: never", ", crash_every: 5"));
+    zf_flow *f;
+    zf_instance *inst = zt_launch(runtime(), flow, NULL, &f);
+    ZT_CHECK(inst);
+    ZT_CHECK(wait_state(inst, "crash", ZF_NODE_FAILED, 20000));
+    uint64_t t0 = zf_clock_ns();
+    zf_stop_report r;
+    ZT_OK(zf_instance_stop(inst, &r));
+    double secs = (double)(zf_clock_ns() - t0) / 1e9;
+    zf_node_stats after = node(inst, "after", NULL), healthy = node(inst, "healthy", NULL);
+    printf("  stopped in %.2f s, %llu dropped at its inputs\n", secs,
+           (unsigned long long)r.dropped);
+    ZT_CHECK(secs < 10.0); /* not the 20 s drain_timeout (a wide margin) */
+    ZT_CHECK(!r.drain_timed_out);
+    ZT_EQ(after.state, ZF_NODE_DONE);
+    ZT_EQ(healthy.state, ZF_NODE_DONE);
+    ZT_EQ(r.bytes_leaked, 0);
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+}
+
 /* A child that scribbles over its rings is killed and reported; the
  * runtime is unharmed, the healthy branch runs on. */
 ZT_CASE(garbage_in_rings_kills_the_child)
@@ -753,6 +838,70 @@ ZT_CASE(isolated_fini_that_never_returns_is_killed)
     zf_flow_free(f);
 }
 
+/* An isolated callback hung (past its hang_timeout) when the stop comes
+ * is killed then: its fini could never run, so the stop does not wait
+ * fini's bound (ten times the hang_timeout, 10 s here) for it. */
+ZT_CASE(a_hung_isolated_node_is_killed_at_stop_without_waiting_for_fini)
+{
+    const zt_node nodes[] = {{"gen", ZT_LIB("gen") "\n    period: 5ms", NULL, NULL},
+                             {"relay",
+                              ZT_LIB("relay") "\n    isolation: process\n    hang_timeout: 1s",
+                              "hang_on: 5, hang_ms: 0", NULL},
+                             {"sink", ZT_LIB("count"), NULL, NULL}};
+    zf_flow *f;
+    zf_instance *inst = zt_launch(runtime(), zt_chain("hs", nodes, 3, false), NULL, &f);
+    ZT_CHECK(inst);
+    ZT_CHECK(wait_state(inst, "relay", ZF_NODE_DEGRADED, 10000)); /* hung */
+    uint64_t t0 = zf_clock_ns();
+    zf_stop_report r;
+    ZT_OK(zf_instance_stop(inst, &r));
+    double secs = (double)(zf_clock_ns() - t0) / 1e9;
+    char last[256] = "";
+    zf_node_stats st = iso(inst, "relay", last, sizeof last);
+    printf("  stopped in %.2f s; %s\n", secs, last);
+    ZT_CHECK(secs < 8.0); /* the drain's 2 s, not 10 s more for fini (a wide margin) */
+    ZT_CONTAINS(last, "at stop: on_input was hung");
+    ZT_EQ(st.pid, 0);
+    ZT_EQ(r.bytes_leaked, 0);
+    zf_instance_destroy(inst);
+    zf_flow_free(f);
+}
+
+/* An isolated source that sends from a thread of its own: that thread and
+ * the callbacks' thread both read the runtime's messages (one used to wait
+ * forever for a message the other had read, and the source sent nothing),
+ * and at the stop its send into a full ring returns (it used to wait
+ * forever, and fini's join with it until the child was killed). */
+ZT_CASE(an_isolated_source_sending_from_its_own_thread_sends_and_stops)
+{
+    for (int round = 0; round < 3; round++) {
+        const zt_node nodes[] = {{"gen", ZT_LIB("gen") "\n    isolation: process",
+                                  "count: 0, thread: true, mode: pool", NULL},
+                                 {"sink", ZT_LIB("count"), NULL, NULL}};
+        zf_flow *f;
+        zf_instance *inst = zt_launch(runtime(), zt_chain("own", nodes, 2, false), NULL, &f);
+        ZT_CHECK(inst);
+        zf_node_stats g0 = node(inst, "gen", NULL);
+        for (int i = 0; i < 500 && g0.sent < 20000; i++) { /* (the pool grows meanwhile) */
+            zt_sleep_ms(10);
+            g0 = node(inst, "gen", NULL);
+        }
+        uint64_t t0 = zf_clock_ns();
+        zf_stop_report r;
+        ZT_OK(zf_instance_stop(inst, &r));
+        double secs = (double)(zf_clock_ns() - t0) / 1e9;
+        zf_node_stats g = node(inst, "gen", NULL);
+        printf("  round %d: %llu sent, stopped in %.2f s\n", round, (unsigned long long)g.sent,
+               secs);
+        ZT_CHECK(g0.sent >= 20000);
+        ZT_CHECK(secs < 8.0); /* not fini's bound of 10 s (a wide margin) */
+        ZT_CHECK(g.state != ZF_NODE_FAILED);
+        ZT_EQ(r.bytes_leaked, 0);
+        zf_instance_destroy(inst);
+        zf_flow_free(f);
+    }
+}
+
 /* An isolated init that never returns is killed after its bound: the
  * creation answers, nothing is left behind. */
 ZT_CASE(isolated_init_that_never_returns_is_killed)
@@ -847,6 +996,8 @@ ZT_MAIN(ZT_ENTRY(seed_detect_isolated), ZT_ENTRY(a_waiting_source_runs_when_woke
         ZT_ENTRY(isolated_python_source_copies_once),
         ZT_ENTRY(poison_message_fails_after_max_restarts),
         ZT_ENTRY(garbage_in_rings_kills_the_child),
+        ZT_ENTRY(what_an_isolated_node_forks_ends_with_it),
+        ZT_ENTRY(a_node_failed_for_good_does_not_hold_up_the_stop),
         ZT_ENTRY(kill_at_random_points_holding_capsules), ZT_ENTRY(sigkill_during_run),
         ZT_ENTRY(isolated_callback_errors_degrade_the_node),
         ZT_ENTRY(every_node_isolated_suspend_and_resume),
@@ -856,6 +1007,8 @@ ZT_MAIN(ZT_ENTRY(seed_detect_isolated), ZT_ENTRY(a_waiting_source_runs_when_woke
         ZT_ENTRY(hang_action_restart_kills_and_restarts),
         ZT_ENTRY(isolated_hang_degrades_then_recovers),
         ZT_ENTRY(isolated_fini_that_never_returns_is_killed),
+        ZT_ENTRY(a_hung_isolated_node_is_killed_at_stop_without_waiting_for_fini),
+        ZT_ENTRY(an_isolated_source_sending_from_its_own_thread_sends_and_stops),
         ZT_ENTRY(isolated_init_that_never_returns_is_killed),
         ZT_ENTRY(a_hung_isolated_node_holds_no_more_than_its_link),
         ZT_ENTRY(an_isolated_node_holds_no_more_than_its_links_behind_a_slow_sink),

@@ -3,7 +3,9 @@
  *                    of N (a poison message)
  *   how: segv        segv (a NULL write) | abort | exit (status 3) |
  *                    garbage (scribble over this process's rings, then go on) |
- *                    write (write into the capsule received, read-only here)
+ *                    write (write into the capsule received, read-only here) |
+ *                    fork (the first time: fork a process that waits forever,
+ *                    its pid written to pid_file, then go on)
  *   hold: 0          keep references to the last N capsules, each sent on while
  *                    still held (the sender keeps a reference)
  *   sleep_us: 0      busy time per capsule
@@ -21,6 +23,8 @@
 typedef struct crash {
     int64_t every, hold, sleep_us;
     char how[16];
+    char pid_file[256];
+    bool forked;
     zf_data **held;
     int64_t next;
 } crash;
@@ -31,16 +35,18 @@ static zf_err crash_init(zf_node *n, void **state)
     if (!c)
         return ZF_ENOMEM;
     const zf_config *cfg = zf_node_config(n);
-    const char *how = "segv";
+    const char *how = "segv", *pid_file = "";
     if (zf_config_int(cfg, "crash_every", 0, &c->every) != ZF_OK ||
         zf_config_int(cfg, "hold", 0, &c->hold) != ZF_OK ||
         zf_config_int(cfg, "sleep_us", 0, &c->sleep_us) != ZF_OK ||
-        zf_config_string(cfg, "how", "segv", &how) != ZF_OK) {
+        zf_config_string(cfg, "how", "segv", &how) != ZF_OK ||
+        zf_config_string(cfg, "pid_file", "", &pid_file) != ZF_OK) {
         zf_node_set_error(n, "%s", zf_last_error());
         free(c);
         return ZF_ETYPE;
     }
     snprintf(c->how, sizeof c->how, "%s", how);
+    snprintf(c->pid_file, sizeof c->pid_file, "%s", pid_file);
     c->held = calloc((size_t)c->hold + 1, sizeof *c->held);
     *state = c;
     return ZF_OK;
@@ -61,8 +67,23 @@ static void scribble(void)
         fclose(f);
 }
 
-static void die_now(const crash *c, zf_data *d)
+static void die_now(crash *c, zf_data *d)
 {
+    if (!strcmp(c->how, "fork")) {
+        if (c->forked)
+            return;
+        c->forked = true;
+        pid_t p = fork();
+        if (p == 0)
+            for (;;)
+                pause();
+        FILE *f = p > 0 && c->pid_file[0] ? fopen(c->pid_file, "w") : NULL;
+        if (f) {
+            fprintf(f, "%d\n", (int)p);
+            fclose(f);
+        }
+        return;
+    }
     if (!strcmp(c->how, "abort"))
         abort();
     if (!strcmp(c->how, "exit"))

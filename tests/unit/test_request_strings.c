@@ -156,7 +156,23 @@ ZT_CASE(a_logged_request_cannot_forge_a_log_line)
     ZT_CHECK(!strchr(buf, '\x1b'));
 }
 
-ZT_MAIN(ZT_ENTRY(a_valid_request_decodes), ZT_ENTRY(invalid_utf8_is_refused_in_every_string_field),
+/* A protocol version of the wrong kind or value is named as such, not as
+ * missing. */
+ZT_CASE(a_bad_protocol_version_says_what_is_wrong)
+{
+    char err[512];
+    ZT_EQ(decode("{\"op\":\"hello\"}", err, sizeof err), ZF_EPROTO);
+    ZT_CONTAINS(err, "field 'v' (the protocol version, an integer >= 1) is missing");
+    ZT_EQ(decode("{\"v\":\"1\",\"op\":\"hello\"}", err, sizeof err), ZF_EPROTO);
+    ZT_CONTAINS(err, "must be an integer >= 1, not a string");
+    ZT_EQ(decode("{\"v\":1.0,\"op\":\"hello\"}", err, sizeof err), ZF_EPROTO);
+    ZT_CONTAINS(err, "not a float");
+    ZT_EQ(decode("{\"v\":-1,\"op\":\"hello\"}", err, sizeof err), ZF_EPROTO);
+    ZT_CONTAINS(err, "must be an integer >= 1, not -1");
+}
+
+ZT_MAIN(ZT_ENTRY(a_valid_request_decodes), ZT_ENTRY(a_bad_protocol_version_says_what_is_wrong),
+        ZT_ENTRY(invalid_utf8_is_refused_in_every_string_field),
         ZT_ENTRY(control_characters_are_refused_in_every_string_field),
         ZT_ENTRY(responses_are_valid_json_whatever_they_quote),
         ZT_ENTRY(a_logged_request_cannot_forge_a_log_line))
