@@ -13,7 +13,9 @@
  * cross cores: its cell. Several producers and consumers at once are
  * correct, which is what the rare parties are: the watchdog's breaker and
  * the stop (consumers that drop), `drop_oldest` (the producer dropping the
- * head), threads the runtime does not own.
+ * head), threads the runtime does not own. While only the runtime's two
+ * nodes use a link, each side is owned by its node and claimed with a
+ * plain store instead (side_share, below).
  *
  * The ring holds at least capacity + ZFI_LINK_BURST cells; `capacity` is
  * enforced against the producers' cached view of head (head only grows, so
@@ -36,7 +38,9 @@
  *
  * Waiting is spin-then-park on eventcounts (core/futex.h). A producer node
  * parked on a full link raises `room_wanted`; the consumer, after a take
- * (a seq_cst compare-and-swap), reads the flag and calls on_room once the
+ * (a seq_cst compare-and-swap; an owning consumer's plain take is followed
+ * by a fence at the end of its step, zfi_link_settle, and the check again),
+ * reads the flag and calls on_room once the
  * link is down to half its capacity (hysteresis: the producer then has room
  * for a burst, not for one message); the producer, after raising it
  * (seq_cst), checks for room again and takes the flag back if there is:
@@ -218,13 +222,6 @@ void zfi_link_set_on_data(zf_link *l, zfi_link_hook on_data, void *data_arg)
 }
 
 /* ---- the ring ---- */
-static int exp_v = -1;
-static inline int getenv_exp(void)
-{
-    if (exp_v < 0)
-        exp_v = getenv("ZF_EXP") ? atoi(getenv("ZF_EXP")) : 0;
-    return exp_v;
-}
 
 /* The producers' position: tail without its closed bit. */
 static inline uint64_t tail_pos(zf_link *l)
@@ -356,16 +353,6 @@ static inline bool ring_put(zf_link *l, zfi_handle h, bool refill, bool own)
             if ((int64_t)(p - seen) > (int64_t)l->mask)
                 return false; /* every cell is taken */
         }
-        if (getenv_exp()) {
-            atomic_store_explicit(&l->tail, pos + 1, memory_order_relaxed);
-            cell *c = &l->cells[p & l->mask];
-            atomic_store_explicit(&c->h, h, memory_order_relaxed);
-            if (getenv_exp() == 2)
-                atomic_store_explicit(&c->seq, p + 1, memory_order_release);
-            else
-                atomic_store_explicit(&c->seq, p + 1, memory_order_seq_cst);
-            return true;
-        }
         if (atomic_compare_exchange_weak_explicit(&l->tail, &pos, pos + 1, memory_order_seq_cst,
                                                   memory_order_relaxed)) {
             cell *c = &l->cells[p & l->mask];
@@ -435,11 +422,6 @@ static inline zfi_handle ring_take(zf_link *l, bool own)
         int64_t dif = (int64_t)(seq - (pos + 1));
         if (dif == 0) {
             zfi_handle h = atomic_load_explicit(&c->h, memory_order_relaxed);
-            if (getenv_exp() == 1 || getenv_exp() == 2) {
-                atomic_store_explicit(&l->head, pos + 1, memory_order_release);
-                prefetch_next(l, pos + 1);
-                return h;
-            }
             if (atomic_compare_exchange_weak_explicit(&l->head, &pos, pos + 1, memory_order_seq_cst,
                                                       memory_order_relaxed)) {
                 prefetch_next(l, pos + 1);

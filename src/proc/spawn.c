@@ -168,9 +168,17 @@ void zfi_child_reap(zfi_child *c, char *why, size_t len, bool *failed, int *sig)
     *failed = true;
     *sig = 0;
     /* Whatever the node forked (its process group; a process that left the
-     * group with setsid escapes this) goes too. Before the wait: the
-     * unreaped child still holds the group's id, so it names no one else. */
-    if (c->pid > 0)
+     * group with setsid escapes this) goes too. Between its end and its
+     * reaping (WNOWAIT): the zombie still holds the group's id, so the
+     * signal names no one else. (A child reaped already, SIGCHLD ignored by
+     * the application: no group kill.) */
+    siginfo_t z;
+    memset(&z, 0, sizeof z);
+    int zr;
+    do
+        zr = waitid(P_PIDFD, (id_t)c->pidfd, &z, WEXITED | WNOWAIT);
+    while (zr < 0 && errno == EINTR);
+    if (zr == 0 && c->pid > 0)
         kill(-c->pid, SIGKILL);
     int r;
     do

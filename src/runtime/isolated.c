@@ -1278,7 +1278,14 @@ static void run(zfi_iso *iso)
          * fini's bound (ten times the hang_timeout). */
         bool hung_at_stop = false;
         if (iso->fini_wanted && iso->phase != PH_FINISHING) {
-            hung_at_stop = iso->phase == PH_UP && atomic_load(&iso->hung);
+            /* (the flag, and the callback still running past its limit:
+             * the flag is only cleared by the next watch) */
+            uint64_t since =
+                atomic_load_explicit(&iso->m.ctl->child.busy_since, memory_order_acquire);
+            int64_t limit = n->hang_timeout_ns ? n->hang_timeout_ns : ZFI_DEFAULT_HANG_TIMEOUT_NS;
+            uint64_t now = now_ns();
+            hung_at_stop = iso->phase == PH_UP && atomic_load(&iso->hung) && since && since < now &&
+                           now - since > (uint64_t)limit;
             iso->phase = PH_FINISHING;
             iso->deadline = now_ns() + (uint64_t)zfi_lifecycle_bound_ns(n);
             say(iso, ZFI_MSG_FINI, NULL, 0, -1);

@@ -444,6 +444,7 @@ void zfi_node_isolated_failed(zf_node *n, const char *why, const char *why_not)
     }
     zfi_node_set_state(n, ZF_NODE_FAILED, "its process %s; not restarted: %s", why, why_not);
     atomic_store(&n->failed_for_good, true);
+    n->inst->failed_gen++;
     pthread_cond_broadcast(&n->inst->cv); /* a stop's drain cuts it out (stop.c) */
     pthread_mutex_unlock(&n->inst->mu);
     zfi_log_at(&n->origin, ZF_LOG_ERROR, "isolation",

@@ -284,14 +284,14 @@ static bool room_or_stopping(void *arg)
     return has_room(arg) || stop_asked();
 }
 
-/* Push a cell (mu held; released while waiting for room). With timeout_ns
- * >= 0 (a thread of the node's own sending) the wait is bounded by it and
- * ends at a stop, as a full link bounds such a sender in process: nothing
- * is pushed then, and the answer is ZF_ETIMEDOUT or ZF_ECLOSED. */
-static zf_err push_within(zfi_ring *r, uint64_t h, uint64_t len, int64_t timeout_ns)
+/* Push a cell (mu held; released while waiting for room). `stoppable` (a
+ * thread of the node's own sending): the wait ends at a stop, and after
+ * timeout_ns when >= 0, as a full link bounds such a sender in process:
+ * nothing is pushed then, and the answer is ZF_ECLOSED or ZF_ETIMEDOUT. */
+static zf_err push_within(zfi_ring *r, uint64_t h, uint64_t len, bool stoppable, int64_t timeout_ns)
 {
     zfi_ring_load_lim(r); /* the runtime's bound, published at the init */
-    uint64_t t0 = timeout_ns >= 0 ? zf_clock_ns() : 0;
+    uint64_t t0 = zf_clock_ns();
     for (;;) {
         uint32_t room = 0;
         if (!zfi_ring_room_lazy(r, &room))
@@ -299,17 +299,17 @@ static zf_err push_within(zfi_ring *r, uint64_t h, uint64_t len, int64_t timeout
         if (room)
             break;
         int64_t left = -1;
-        if (timeout_ns >= 0) {
-            if (stop_asked())
-                return ZF_ECLOSED;
+        if (stoppable && stop_asked())
+            return ZF_ECLOSED;
+        if (stoppable && timeout_ns >= 0) {
             left = timeout_ns - (int64_t)(zf_clock_ns() - t0);
             if (left <= 0)
                 return ZF_ETIMEDOUT;
         }
         pthread_mutex_unlock(&H.mu);
         zfi_evc_notify_shared(&H.m.ctl->to_rt);
-        wait_child(timeout_ns >= 0 ? room_or_stopping : has_room, r, left, NULL);
-        if (timeout_ns >= 0)
+        wait_child(stoppable ? room_or_stopping : has_room, r, left, NULL);
+        if (stoppable)
             catch_up(); /* a fini announced wakes it too: read it here */
         pthread_mutex_lock(&H.mu);
     }
@@ -320,7 +320,7 @@ static zf_err push_within(zfi_ring *r, uint64_t h, uint64_t len, int64_t timeout
 /* Push a cell that must go in (a completion): waits for room. */
 static void push(zfi_ring *r, uint64_t h, uint64_t len)
 {
-    ZF_IGNORE(push_within(r, h, len, -1)); /* (no bound: ZF_OK) */
+    ZF_IGNORE(push_within(r, h, len, false, -1)); /* (not stoppable: ZF_OK) */
 }
 
 /* ---- capsules ---- */
@@ -496,8 +496,8 @@ zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only, int6
     bool own_thread = !pthread_equal(pthread_self(), H.main_thread);
     pthread_mutex_lock(&H.mu);
     zf_err pe = push_within(r, h, (c->len & ZFI_CELL_LEN_MASK) | (keep ? ZFI_CELL_KEEP : 0),
-                            own_thread ? timeout_ns : -1);
-    uint64_t mine = r->pos; /* taken once the head reaches it */
+                            own_thread, timeout_ns);
+    uint64_t mine = pe == ZF_OK ? r->pos : 0; /* taken once the head reaches it */
     pthread_mutex_unlock(&H.mu);
     if (pe != ZF_OK) {
         zf_data_unref(c); /* not sent: released (its handle goes back) */
@@ -553,6 +553,8 @@ static void run_fini(void)
 static bool work_ready(void *arg)
 {
     (void)arg;
+    if (atomic_load(&H.fini_asked))
+        return true; /* a node's own thread read the FINI (catch_up) */
     if ((int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) - H.msgs_seen) > 0)
         return true;
     uint32_t flags = atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire);
@@ -633,7 +635,8 @@ static void operator_loop(void)
 static bool stop_or_msg(void *arg)
 {
     (void)arg;
-    return (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire) & ZFI_RT_STOP) ||
+    return atomic_load(&H.fini_asked) || /* (read by a node's own thread: catch_up) */
+           (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_acquire) & ZFI_RT_STOP) ||
            (int32_t)(atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_relaxed) - H.msgs_seen) >
                0;
 }

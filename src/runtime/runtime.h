@@ -160,6 +160,7 @@ struct zf_instance {
     bool init_abandoned; /* an init outlived its bound: never free */
     zf_stop_report report;
     size_t sinks_left;
+    unsigned failed_gen; /* under mu: nodes failed for good so far (a stop's drain cuts them out) */
     zfi_log_origin origin;          /* whom its log lines are about (node NULL) */
     struct zfi_rates *rates;        /* live figures, sampled by the timer (rates.c) */
     struct zf_recording *replay;    /* replayed into its sources (record.c), or NULL */

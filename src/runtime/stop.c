@@ -384,13 +384,19 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
     pthread_mutex_lock(&inst->mu);
     bool cut = false;
     if (!atomic_load(&inst->started))
-        inst->sinks_left = 0; /* never ran: nothing to drain */
+        inst->sinks_left = 0;                    /* never ran: nothing to drain */
+    unsigned failed_seen = inst->failed_gen - 1; /* (cut out what failed before, too) */
     for (;;) {
-        /* A node failed for good will never drain: cut out at once (and
-         * again whenever one fails meanwhile: it signals inst->cv). */
-        pthread_mutex_unlock(&inst->mu);
-        cut_out(inst, failed_for_good);
-        pthread_mutex_lock(&inst->mu);
+        /* A node failed for good will never drain: cut out at once, and
+         * again whenever one fails meanwhile (it counts itself under mu
+         * and signals inst->cv, so no failure is missed before the wait). */
+        if (inst->failed_gen != failed_seen) {
+            failed_seen = inst->failed_gen;
+            pthread_mutex_unlock(&inst->mu);
+            cut_out(inst, failed_for_good);
+            pthread_mutex_lock(&inst->mu);
+            continue;
+        }
         uint64_t now = zf_clock_ns();
         if (inst->sinks_left == 0 || (cut && now >= deadline + GRACE_NS))
             break;

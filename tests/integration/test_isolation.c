@@ -882,7 +882,7 @@ ZT_CASE(an_isolated_source_sending_from_its_own_thread_sends_and_stops)
         zf_instance *inst = zt_launch(runtime(), zt_chain("own", nodes, 2, false), NULL, &f);
         ZT_CHECK(inst);
         zf_node_stats g0 = node(inst, "gen", NULL);
-        for (int i = 0; i < 500 && g0.sent < 20000; i++) { /* (the pool grows meanwhile) */
+        for (int i = 0; i < 3000 && g0.sent < 20000; i++) { /* (the pool grows meanwhile) */
             zt_sleep_ms(10);
             g0 = node(inst, "gen", NULL);
         }
