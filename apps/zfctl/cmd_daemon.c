@@ -242,10 +242,14 @@ static void print_report_json(const zf_config *rep)
     printf("pool: %s freed, %s leaked\n",
            fmt_bytes((uint64_t)cfg_num(rep, "bytes_freed"), a, sizeof a),
            fmt_bytes((uint64_t)cfg_num(rep, "bytes_leaked"), b, sizeof b));
-    if (cfg_num(rep, "child_deaths") || cfg_num(rep, "refs_reclaimed"))
-        printf("isolated processes: %lld died, %lld reference(s) (%s) reclaimed from them\n",
-               cfg_num(rep, "child_deaths"), cfg_num(rep, "refs_reclaimed"),
-               fmt_bytes((uint64_t)cfg_num(rep, "bytes_reclaimed"), a, sizeof a));
+    if (cfg_num(rep, "child_deaths") || cfg_num(rep, "refs_reclaimed") ||
+        cfg_num(rep, "nodes_killed_at_stop") || cfg_num(rep, "inputs_lost"))
+        printf("isolated processes: %lld died, %lld killed at stop, %lld reference(s) (%s) "
+               "reclaimed from them, %lld input(s) they never processed\n",
+               cfg_num(rep, "child_deaths"), cfg_num(rep, "nodes_killed_at_stop"),
+               cfg_num(rep, "refs_reclaimed"),
+               fmt_bytes((uint64_t)cfg_num(rep, "bytes_reclaimed"), a, sizeof a),
+               cfg_num(rep, "inputs_lost"));
     if (*cfg_str(rep, "held"))
         printf("held: %s\n", cfg_str(rep, "held"));
     printf("bytes leaked: %lld%s\n", cfg_num(rep, "bytes_leaked"),
@@ -290,9 +294,13 @@ static void print_status(const zf_config *r)
                cfg_num(n, "callbacks"), cfg_num(n, "errors"), cfg_num(n, "restarts"), ago,
                cfg_str(n, "reason"));
         /* isolated nodes: their process and how it last ended */
-        if (cfg_num(n, "pid") > 0 || *cfg_str(n, "last_exit"))
-            printf("%s[pid %lld%s%s]", *cfg_str(n, "reason") ? " " : "", cfg_num(n, "pid"),
-                   *cfg_str(n, "last_exit") ? ", last exit: " : "", cfg_str(n, "last_exit"));
+        if (cfg_num(n, "pid") > 0 || *cfg_str(n, "last_exit")) {
+            printf("%s[pid %lld", *cfg_str(n, "reason") ? " " : "", cfg_num(n, "pid"));
+            if (cfg_num(n, "lost"))
+                printf(", %lld input(s) lost", cfg_num(n, "lost"));
+            printf("%s%s]", *cfg_str(n, "last_exit") ? ", last exit: " : "",
+                   cfg_str(n, "last_exit"));
+        }
         printf("\n");
     }
     const zf_config *links = zf_config_get(r, "links");

@@ -34,8 +34,8 @@ static void help(void)
            "                        --speed X or --as-fast-as-possible; ends when replayed\n"
            "  --isolate             run every node in a process of its own (isolation: process)\n"
            "\n"
-           "exit status: 0 ok; 1 a node failed to start, a node was abandoned, or bytes\n"
-           "leaked; 2 usage;\n"
+           "exit status: 0 ok; 1 a node failed to start, a node was abandoned (or, isolated,\n"
+           "killed at stop), or bytes leaked; 2 usage;\n"
            "3 invalid descriptor or node library\n");
 }
 
@@ -382,9 +382,15 @@ int cmd_run(int argc, char **argv)
     if (rep.nodes_abandoned)
         fprintf(stderr, "zfctl run: %llu node(s) abandoned at stop (stuck in a callback or fini)\n",
                 (unsigned long long)rep.nodes_abandoned);
+    if (rep.nodes_killed_at_stop)
+        fprintf(stderr,
+                "zfctl run: %llu isolated node(s) killed at stop (stuck in a callback or fini, "
+                "or unreachable): what they held was reclaimed\n",
+                (unsigned long long)rep.nodes_killed_at_stop);
     zf_instance_destroy(inst);
     zf_runtime_destroy(rt);
     zf_flow_free(flow);
     zf_recording_close(replay);
-    return rep.bytes_leaked || rep.nodes_abandoned ? EXIT_FAIL : rc_extra;
+    return rep.bytes_leaked || rep.nodes_abandoned || rep.nodes_killed_at_stop ? EXIT_FAIL
+                                                                               : rc_extra;
 }

@@ -143,8 +143,8 @@ void print_nodes(FILE *out, const zf_instance_stats *s)
     for (size_t i = 0; i < s->n_nodes; i++) { /* isolated nodes: their process */
         const zf_node_stats *n = &s->nodes[i];
         if (n->pid || n->deaths)
-            fprintf(out, "  %s: process %d, %llu restart(s)%s%s\n", n->id, n->pid,
-                    (unsigned long long)n->restarts,
+            fprintf(out, "  %s: process %d, %llu restart(s), %llu input(s) lost%s%s\n", n->id,
+                    n->pid, (unsigned long long)n->restarts, (unsigned long long)n->lost,
                     n->last_exit && n->last_exit[0] ? ", last exit: " : "",
                     n->last_exit ? n->last_exit : "");
     }
@@ -192,10 +192,13 @@ void print_report(FILE *out, const zf_stop_report *r)
             fmt_bytes(r->pool_high_water, c, sizeof c));
     if (r->nodes_abandoned)
         fprintf(out, "abandoned nodes: %llu\n", (unsigned long long)r->nodes_abandoned);
-    if (r->child_deaths || r->refs_reclaimed)
-        fprintf(out, "isolated processes: %llu died, %llu reference(s) (%s) reclaimed from them\n",
-                (unsigned long long)r->child_deaths, (unsigned long long)r->refs_reclaimed,
-                fmt_bytes(r->bytes_reclaimed, d, sizeof d));
+    if (r->child_deaths || r->refs_reclaimed || r->nodes_killed_at_stop || r->inputs_lost)
+        fprintf(out,
+                "isolated processes: %llu died, %llu killed at stop, %llu reference(s) (%s) "
+                "reclaimed from them, %llu input(s) they never processed\n",
+                (unsigned long long)r->child_deaths, (unsigned long long)r->nodes_killed_at_stop,
+                (unsigned long long)r->refs_reclaimed, fmt_bytes(r->bytes_reclaimed, d, sizeof d),
+                (unsigned long long)r->inputs_lost);
     if (r->holders[0])
         fprintf(out, "held: %s\n", r->holders);
     if (r->bytes_abandoned)

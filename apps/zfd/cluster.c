@@ -675,10 +675,11 @@ static bool find_instance(zfd_daemon *d, const char *id, char uuid[37], char **w
 static void sum_report(zf_json_writer *w, const zf_config *const *reports, size_t n)
 {
     static const char *const fields[] = {
-        "in_flight_at_stop", "delivered_in_drain", "dropped",         "dropped_in_drain",
-        "release_callbacks", "pool_bytes_before",  "bytes_freed",     "pool_bytes_after",
-        "bytes_abandoned",   "bytes_leaked",       "pool_high_water", "nodes_abandoned",
-        "shared_writes"};
+        "in_flight_at_stop", "delivered_in_drain",  "dropped",         "dropped_in_drain",
+        "release_callbacks", "pool_bytes_before",   "bytes_freed",     "pool_bytes_after",
+        "bytes_abandoned",   "bytes_leaked",        "pool_high_water", "nodes_abandoned",
+        "shared_writes",     "child_deaths",        "refs_reclaimed",  "bytes_reclaimed",
+        "inputs_lost",       "nodes_killed_at_stop"};
     zf_json_open_object(w, "report");
     for (size_t f = 0; f < sizeof fields / sizeof fields[0]; f++) {
         uint64_t sum = 0;

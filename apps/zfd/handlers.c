@@ -494,6 +494,8 @@ static void report_json(zf_json_writer *w, const char *key, const zf_stop_report
     zf_json_put_uint(w, "child_deaths", r->child_deaths);
     zf_json_put_uint(w, "refs_reclaimed", r->refs_reclaimed);
     zf_json_put_uint(w, "bytes_reclaimed", r->bytes_reclaimed);
+    zf_json_put_uint(w, "inputs_lost", r->inputs_lost);
+    zf_json_put_uint(w, "nodes_killed_at_stop", r->nodes_killed_at_stop);
     zf_json_put_uint(w, "shared_writes", r->shared_writes);
     zf_json_put_double(w, "drain_s", (double)r->drain_ns / 1e9);
     zf_json_put_bool(w, "drain_timed_out", r->drain_timed_out);
@@ -549,6 +551,8 @@ static char *status(zfd_daemon *d, entry *e)
             zf_json_put_uint(w, "pid", (uint64_t)n->pid);
         if (n->last_exit && n->last_exit[0])
             zf_json_put_string(w, "last_exit", n->last_exit);
+        if (n->pid || n->deaths)
+            zf_json_put_uint(w, "lost", n->lost);
         zf_json_put_uint(w, "sent", n->sent);
         zf_json_put_uint(w, "alloc_failures", n->alloc_failures);
         zf_json_put_uint(w, "degraded_count", n->degraded_count);
@@ -611,15 +615,17 @@ static void log_report(const char *uuid, const char *name, const zf_stop_report 
     char line[1400];
     snprintf(line, sizeof line,
              "destroyed %s (%s): %llu in flight at stop, %llu delivered during drain, %llu "
-             "dropped, %llu release callbacks, %llu bytes freed, %llu bytes leaked%s%s",
+             "dropped, %llu release callbacks, %llu bytes freed, %llu bytes leaked, %llu "
+             "isolated node(s) killed at stop, %llu input(s) lost in isolated processes%s%s",
              uuid, name, (unsigned long long)r->in_flight_at_stop,
              (unsigned long long)r->delivered_in_drain, (unsigned long long)r->dropped,
              (unsigned long long)r->releases,
              (unsigned long long)(r->pool_bytes_before > r->pool_bytes_after
                                       ? r->pool_bytes_before - r->pool_bytes_after
                                       : 0),
-             (unsigned long long)r->bytes_leaked, r->holders[0] ? "; " : "", r->holders);
-    zfd_log(r->bytes_leaked ? ZF_LOG_WARN : ZF_LOG_INFO, "%s", line);
+             (unsigned long long)r->bytes_leaked, (unsigned long long)r->nodes_killed_at_stop,
+             (unsigned long long)r->inputs_lost, r->holders[0] ? "; " : "", r->holders);
+    zfd_log(r->bytes_leaked || r->nodes_killed_at_stop ? ZF_LOG_WARN : ZF_LOG_INFO, "%s", line);
 }
 
 /* Take e out of the table (if still in it) and stop it; e's table reference

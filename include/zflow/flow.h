@@ -249,28 +249,34 @@ ZF_EXPORT ZF_NODISCARD zf_err zf_instance_suspend(zf_instance *inst);
 
 /** The report of a graceful stop. */
 typedef struct zf_stop_report {
-    uint64_t in_flight_at_stop;  /**< capsules queued when the sources stopped */
-    uint64_t delivered_in_drain; /**< capsules consumed during the drain */
-    uint64_t dropped;            /**< total dropped on every link */
-    uint64_t dropped_in_drain;   /**< dropped while draining */
-    uint64_t releases;           /**< release callbacks invoked by this instance */
-    uint64_t pool_bytes_before;  /**< pool bytes in use when the stop began */
-    uint64_t pool_bytes_after;   /**< after every node's fini */
-    uint64_t bytes_abandoned;    /**< of those, held by abandoned nodes (released
-                                      if they ever return) */
-    uint64_t bytes_leaked;       /**< after - abandoned: held by nobody; must be 0 */
-    uint64_t pool_high_water;    /**< most pool bytes in use at once */
-    uint64_t nodes_abandoned;    /**< hung nodes left behind */
-    uint64_t shared_writes;      /**< with ZF_CHECK_SHARED=1 in the environment: capsules
-                                      whose bytes changed while several nodes held them
-                                      (a node wrote through zf_data_ptr); else 0 */
-    int64_t drain_ns;            /**< how long the drain took */
-    bool drain_timed_out;        /**< the drain timeout ended the drain */
-    uint64_t child_deaths;       /**< isolated nodes' processes that died (not counting the
-                                      normal exit at stop) */
-    uint64_t refs_reclaimed;     /**< references their ledgers released on their behalf */
-    uint64_t bytes_reclaimed;    /**< the payload bytes of those capsules */
-    char holders[512];           /**< who holds leaked bytes, or abandoned nodes */
+    uint64_t in_flight_at_stop;    /**< capsules queued when the sources stopped */
+    uint64_t delivered_in_drain;   /**< capsules consumed during the drain */
+    uint64_t dropped;              /**< total dropped on every link */
+    uint64_t dropped_in_drain;     /**< dropped while draining */
+    uint64_t releases;             /**< release callbacks invoked by this instance */
+    uint64_t pool_bytes_before;    /**< pool bytes in use when the stop began */
+    uint64_t pool_bytes_after;     /**< after every node's fini */
+    uint64_t bytes_abandoned;      /**< of those, held by abandoned nodes (released
+                                        if they ever return) */
+    uint64_t bytes_leaked;         /**< after - abandoned: held by nobody; must be 0 */
+    uint64_t pool_high_water;      /**< most pool bytes in use at once */
+    uint64_t nodes_abandoned;      /**< hung nodes left behind */
+    uint64_t shared_writes;        /**< with ZF_CHECK_SHARED=1 in the environment: capsules
+                                        whose bytes changed while several nodes held them
+                                        (a node wrote through zf_data_ptr); else 0 */
+    int64_t drain_ns;              /**< how long the drain took */
+    bool drain_timed_out;          /**< the drain timeout ended the drain */
+    uint64_t child_deaths;         /**< isolated nodes' processes that died (not counting the
+                                        normal exit at stop) */
+    uint64_t refs_reclaimed;       /**< references their ledgers released on their behalf */
+    uint64_t bytes_reclaimed;      /**< the payload bytes of those capsules */
+    uint64_t inputs_lost;          /**< inputs isolated processes never processed (the sum of
+                                        zf_node_stats.lost) */
+    uint64_t nodes_killed_at_stop; /**< isolated nodes whose process the stop killed (a
+                                        callback hung, fini past its bound, its control
+                                        socket closed): what nodes_abandoned is in
+                                        process, with what they held reclaimed */
+    char holders[512];             /**< who holds leaked bytes, or abandoned nodes */
 } zf_stop_report;
 
 /** Graceful stop: stop sources, let end-of-stream flow through every link
@@ -292,7 +298,8 @@ typedef struct zf_node_stats {
     zf_node_state state;       /**< now */
     const char *reason;        /**< why DEGRADED/FAILED ("" otherwise) */
     uint64_t since_ns;         /**< zf_clock_ns when the state began */
-    uint64_t callbacks;        /**< produce / on_input calls completed */
+    uint64_t callbacks;        /**< produce / on_input calls completed (isolated: in its
+                                    processes, as each counted them) */
     uint64_t errors;           /**< callbacks that returned non-OK */
     uint64_t alloc_failures;   /**< ZF_ENOMEM seen by zf_data_alloc */
     uint64_t sent;             /**< capsules sent */
@@ -307,6 +314,10 @@ typedef struct zf_node_stats {
                                 memory, copied into the pool once); pool capsules: 0 */
     const char *last_exit; /**< how its process last ended ("killed by signal 11
                                 (SIGSEGV)", ...), "" if it has not; owned by the stats */
+    uint64_t lost;         /**< inputs handed to its process and never processed: in its
+                                input rings or its callback when the process ended, or
+                                taken from its links while it was down (its links count
+                                them dequeued, not dropped) */
 } zf_node_stats;
 
 /** Statistics of a link between two ports. */

@@ -161,6 +161,29 @@ void zfi_child_kill(const zfi_child *c)
         syscall(SYS_pidfd_send_signal, c->pidfd, SIGKILL, NULL, 0);
 }
 
+#define PF_EXITING_FLAG 0x4u /* include/linux/sched.h: getting shut down */
+
+bool zfi_child_exiting(const zfi_child *c)
+{
+    char path[64], st[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)c->pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return true;
+    ssize_t n = read(fd, st, sizeof st - 1);
+    close(fd);
+    if (n <= 0)
+        return true;
+    st[n] = '\0';
+    /* After the name (which may hold spaces and parentheses): state,
+     * ppid, pgrp, session, tty_nr, tpgid, then flags. */
+    const char *p = strrchr(st, ')');
+    unsigned flags = 0;
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %u", &flags) != 1)
+        return true;
+    return (flags & PF_EXITING_FLAG) != 0;
+}
+
 void zfi_child_reap(zfi_child *c, char *why, size_t len, bool *failed, int *sig)
 {
     siginfo_t si;

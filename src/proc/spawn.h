@@ -28,6 +28,10 @@ const char *zfi_host_path(void);
 zf_err zfi_child_spawn(const char *label, zfi_child *out);
 /* SIGKILL it (if it still runs); the pidfd makes this race-free. */
 void zfi_child_kill(const zfi_child *c);
+/* Whether it has begun to end (the kernel's PF_EXITING, in /proc/PID/stat):
+ * a process closes its files as it exits, before its pidfd signals. True
+ * when that cannot be read (it is gone). */
+bool zfi_child_exiting(const zfi_child *c);
 /* Reap it (after the pidfd signalled), and SIGKILL what is left of its
  * process group (what the node forked): "killed by signal 11 (SIGSEGV)",
  * "exited with status 3", "exited normally" into why; *failed unless it

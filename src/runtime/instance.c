@@ -510,6 +510,9 @@ zf_err zf_instance_stats_get(zf_instance *inst, zf_instance_stats **out)
         ns->restarts = ii.restarts;
         ns->deaths = ii.deaths;
         ns->copies = ii.copies;
+        ns->lost = ii.lost;
+        if (n->iso)
+            ns->callbacks = ii.callbacks; /* (the proxy's count is of capsules handed over) */
         ns->last_exit = zfi_strdup(ii.last_exit);
     }
     pthread_mutex_unlock(&inst->mu);

@@ -72,14 +72,17 @@ struct zfi_iso {
     char init_msg[512];
     bool thread_done; /* the proxy thread ended */
     bool thread_started;
-    bool init_timed_out;   /* the first init outlived its bound */
-    bool eos_done;         /* the child drained its inputs after end of stream */
-    bool stop_done;        /* a source acknowledged the stop, its outputs drained */
-    atomic_bool hung;      /* a callback of the child is past hang_timeout (proxy thread writes) */
-    uint64_t copies_dead;  /* copies counted by incarnations that ended */
-    bool first;            /* the first incarnation (create/init report to the caller) */
-    uint64_t deadline;     /* of the current phase (0: none) */
-    char kill_reason[200]; /* why the runtime killed it, for the death report */
+    bool init_timed_out;  /* the first init outlived its bound */
+    bool eos_done;        /* the child drained its inputs after end of stream */
+    bool stop_done;       /* a source acknowledged the stop, its outputs drained */
+    atomic_bool hung;     /* a callback of the child is past hang_timeout (proxy thread writes) */
+    uint64_t copies_dead; /* copies counted by incarnations that ended */
+    uint64_t callbacks_dead;   /* callbacks completed by incarnations that ended */
+    uint64_t in_put;           /* capsules put into this incarnation's input rings */
+    bool sock_closed;          /* its control socket ended (proxy thread) */
+    bool first;                /* the first incarnation (create/init report to the caller) */
+    uint64_t deadline;         /* of the current phase (0: none) */
+    char kill_reason[200];     /* why the runtime killed it, for the death report */
     pthread_mutex_t reason_mu; /* kill_reason (workers and the proxy thread kill) */
     atomic_bool dead;          /* the watcher saw the pidfd */
     _Atomic uint64_t died_ns;  /* when it did */
@@ -95,7 +98,11 @@ struct zfi_iso {
     /* figures (read by stats) */
     atomic_int pid;
     atomic_uint_fast64_t restarts, reclaimed_refs, reclaimed_bytes, deaths, crashes, copies_in;
-    char last_exit[256]; /* under mu */
+    /* inputs handed over and never processed: in its rings or its callback
+     * when its process ended, or taken while it was down */
+    atomic_uint_fast64_t lost;
+    atomic_uint_fast64_t killed_at_stop; /* stops at which its process was killed */
+    char last_exit[256];                 /* under mu */
     zf_node_decl decl;
     zf_port_decl *in_ports, *out_ports;
     /* Outputs taken by idle workers (iso_poll): the slot's lock guards
@@ -284,6 +291,17 @@ static void set_reason(zfi_iso *iso, const char *fmt, ...)
     pthread_mutex_unlock(&iso->reason_mu);
 }
 
+/* Its control socket ended. A child that is exiting closed it by dying (its
+ * death says why); one still running closed it itself, and the runtime
+ * can reach it no more (no segment, no fini): killed, saying why. */
+static void socket_ended(zfi_iso *iso)
+{
+    if (zfi_child_exiting(&iso->child))
+        zfi_child_kill(&iso->child);
+    else
+        kill_child(iso, "it closed its control socket: the runtime could no longer reach it");
+}
+
 /* Tell the child something (mu held): the message, then its count in the
  * control block (the child reads every announced message before it uses a
  * handle that came after it), then a wake-up. */
@@ -291,7 +309,7 @@ static bool say(zfi_iso *iso, uint32_t type, const void *data, size_t len, int f
 {
     if (!zfi_msg_send(iso->child.sock, type, data, len, fd >= 0 ? &fd : NULL, fd >= 0)) {
         if (errno == EPIPE || errno == ECONNRESET)
-            zfi_child_kill(&iso->child); /* it is dying already: its death says why */
+            socket_ended(iso);
         else
             kill_child(iso, "its control socket failed (%s)", strerror(errno));
         return false;
@@ -384,18 +402,21 @@ static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **d
     zfi_ring *r = &iso->m.in[port];
     if (iso->phase != PH_UP || !iso->alive) {
         pthread_mutex_unlock(&iso->mu);
-        return ZF_OK; /* down: dropped (the scheduler releases it) */
+        atomic_fetch_add_explicit(&iso->lost, 1, memory_order_relaxed);
+        return ZF_OK; /* down: lost (the scheduler releases it) */
     }
     if (!in_room(iso, port, true, &room)) {
         kill_child(iso, "it wrote an impossible head (%llu) into input ring %u",
                    (unsigned long long)atomic_load(&r->s->head), port);
         pthread_mutex_unlock(&iso->mu);
+        atomic_fetch_add_explicit(&iso->lost, 1, memory_order_relaxed);
         return ZF_OK;
     }
     /* The gate made room for this capsule; a failure here (memory for the
      * ledger, a segment that cannot be sent) drops it, counted. */
     if (room && ensure_mapped(iso, d, h) && zfi_ledger_add(&iso->ledger, h, d)) {
         zfi_ring_put(r, h, d->len);
+        iso->in_put++;
         *dp = NULL;
         zfi_held(-1); /* the reference is the ledger's now, not node code's */
         /* A parked child is woken after the unlock (the other worker may
@@ -508,14 +529,20 @@ static void drain_stream(zf_node *n, out_stream *o)
     }
 }
 
+static void wake_proxy(zfi_iso *iso);
+
 static void *watch_main(void *arg)
 {
     zfi_iso *iso = arg;
     out_stream so = {.fd = iso->child.out, .which = 1}, se = {.fd = iso->child.err, .which = 2};
+    int sock = iso->child.sock; /* its hang-up only (it ends with the child, or the
+                                   child closed it: the proxy thread finds out which) */
     for (;;) {
-        struct pollfd p[3] = {
-            {iso->child.pidfd, POLLIN, 0}, {so.fd, POLLIN, 0}, {se.fd, POLLIN, 0}};
-        int r = poll(p, 3, -1); /* a closed stream is -1: poll skips it */
+        struct pollfd p[4] = {{iso->child.pidfd, POLLIN, 0},
+                              {so.fd, POLLIN, 0},
+                              {se.fd, POLLIN, 0},
+                              {sock, POLLRDHUP, 0}};
+        int r = poll(p, 4, -1); /* a closed stream is -1: poll skips it */
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0 || (p[0].revents & (POLLIN | POLLHUP | POLLERR | POLLNVAL)))
@@ -524,6 +551,10 @@ static void *watch_main(void *arg)
             drain_stream(iso->n, &so);
         if (p[2].revents)
             drain_stream(iso->n, &se);
+        if (p[3].revents) {
+            sock = -1;
+            wake_proxy(iso);
+        }
     }
     /* It ended: what it printed last is in the pipes (their writers are
      * closed now, so this does not wait). */
@@ -693,6 +724,10 @@ static bool drain_msgs(zfi_iso *iso)
         int k = zfi_msg_recv(iso->child.sock, &msg, false, &closed);
         if (k < 0)
             kill_child(iso, "it sent a malformed control message");
+        if (k == 0 && closed && !iso->sock_closed) {
+            iso->sock_closed = true; /* (ready() polls it no more: it would stay readable) */
+            socket_ended(iso);
+        }
         if (k <= 0)
             return did;
         did = true;
@@ -1250,7 +1285,7 @@ static bool ready(zfi_iso *iso, bool syscalls)
         if (half)
             return true;
     }
-    if (syscalls) {
+    if (syscalls && !iso->sock_closed) {
         struct pollfd p = {iso->child.sock, POLLIN, 0};
         if (poll(&p, 1, 0) > 0)
             return true;
@@ -1401,6 +1436,15 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
     uint64_t refs = atomic_load(&iso->reclaimed_refs) - refs0;
     uint64_t bytes = atomic_load(&iso->reclaimed_bytes) - bytes0;
     iso->copies_dead += atomic_load(&iso->m.ctl->child.copies);
+    /* Inputs it never finished: put into its rings, less its callbacks
+     * completed (an operator's and a sink's are its inputs; a source has
+     * none). The child's count only makes this figure wrong, if it lies. */
+    uint64_t done = atomic_load(&iso->m.ctl->child.callbacks);
+    iso->callbacks_dead += done;
+    uint64_t lost = n->desc->kind != ZF_SOURCE && iso->in_put > done ? iso->in_put - done : 0;
+    atomic_fetch_add(&iso->lost, lost);
+    iso->in_put = 0;
+    iso->sock_closed = false;
     iso->have_shm = false;
     zfi_shm_unmap(&iso->m);
     out_unlock(iso);
@@ -1433,8 +1477,15 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
                    n->inst->uuid, n->desc->id, sig ? "killed" : "ended", why,
                    (unsigned long long)refs, (unsigned long long)bytes, (double)took / 1e6,
                    (double)since / 1e6);
-    if (ph == PH_FINISHING && failed)
+    if (ph == PH_FINISHING && failed) {
+        atomic_fetch_add(&iso->killed_at_stop, 1);
         zfi_node_killed_at_stop(n, why);
+    }
+    if (lost)
+        zfi_log_at(&n->origin, ZF_LOG_WARN, "isolation",
+                   "instance %s: node '%s': %llu input(s) it had been handed were never processed "
+                   "(in its rings or its callback when its process ended)",
+                   n->inst->uuid, n->desc->id, (unsigned long long)lost);
     if (later.dropped)
         zfi_log_at(&n->origin, ZF_LOG_WARN, "isolation",
                    "%s: node '%s': %zu capsule(s) it published dropped (out of memory at its "
@@ -1850,9 +1901,14 @@ void zfi_iso_stats(zf_node *n, zfi_iso_info *out)
     out->reclaimed_refs = atomic_load(&iso->reclaimed_refs);
     out->reclaimed_bytes = atomic_load(&iso->reclaimed_bytes);
     out->copies = atomic_load(&iso->copies_in);
+    out->lost = atomic_load(&iso->lost);
+    out->killed_at_stop = atomic_load(&iso->killed_at_stop);
     pthread_mutex_lock(&iso->mu);
-    if (iso->have_shm)
+    out->callbacks = iso->callbacks_dead;
+    if (iso->have_shm) {
         out->copies += atomic_load(&iso->m.ctl->child.copies);
+        out->callbacks += atomic_load(&iso->m.ctl->child.callbacks);
+    }
     out->copies += iso->copies_dead;
     snprintf(out->last_exit, sizeof out->last_exit, "%s", iso->last_exit);
     pthread_mutex_unlock(&iso->mu);

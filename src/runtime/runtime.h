@@ -443,6 +443,9 @@ void zfi_node_recover(zf_node *n, int bit, const char *what);
 typedef struct zfi_iso_info {
     int pid; /* 0: no process now */
     uint64_t restarts, deaths, crashes, reclaimed_refs, reclaimed_bytes, copies;
+    uint64_t callbacks;      /* completed in its processes */
+    uint64_t lost;           /* inputs handed over, never processed */
+    uint64_t killed_at_stop; /* stops that killed its process */
     char last_exit[256];
 } zfi_iso_info;
 /* Start n's process and load its code there: n gets the proxy's

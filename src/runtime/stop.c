@@ -448,6 +448,8 @@ zf_err zf_instance_stop(zf_instance *inst, zf_stop_report *report)
         r.child_deaths += ii.crashes;
         r.refs_reclaimed += ii.reclaimed_refs;
         r.bytes_reclaimed += ii.reclaimed_bytes;
+        r.inputs_lost += ii.lost;
+        r.nodes_killed_at_stop += ii.killed_at_stop ? 1 : 0;
     }
     describe_holders(inst, &r);
 

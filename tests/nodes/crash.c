@@ -5,7 +5,9 @@
  *                    garbage (scribble over this process's rings, then go on) |
  *                    write (write into the capsule received, read-only here) |
  *                    fork (the first time: fork a process that waits forever,
- *                    its pid written to pid_file, then go on)
+ *                    its pid written to pid_file, then go on) |
+ *                    close_fds (the first time: close every descriptor from 3
+ *                    up, the runtime's control socket among them, then go on)
  *   hold: 0          keep references to the last N capsules, each sent on while
  *                    still held (the sender keeps a reference)
  *   sleep_us: 0      busy time per capsule
@@ -82,6 +84,14 @@ static void die_now(crash *c, zf_data *d)
             fprintf(f, "%d\n", (int)p);
             fclose(f);
         }
+        return;
+    }
+    if (!strcmp(c->how, "close_fds")) {
+        if (c->forked)
+            return;
+        c->forked = true; /* (once, as fork) */
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
         return;
     }
     if (!strcmp(c->how, "abort"))
