@@ -1,8 +1,8 @@
 /* Taps: read-only observers of a link (core/tap.c). A tap queues, for each
  * capsule pushed on its link, either a copy of the capsule's metadata and
  * first bytes, or (hold) a reference to the capsule itself, in a bounded
- * queue; a producer never waits on it: a full queue (or one the reader is
- * taking from at that instant, after a short spin) drops and counts. */
+ * lock-free queue; a producer never waits on it: a full queue drops and
+ * counts. */
 #ifndef ZFI_TAP_H
 #define ZFI_TAP_H
 

@@ -168,10 +168,16 @@ bool zfi_child_exiting(const zfi_child *c)
     char path[64], st[512];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)c->pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return true;
-    ssize_t n = read(fd, st, sizeof st - 1);
-    close(fd);
+    ssize_t n = fd >= 0 ? read(fd, st, sizeof st - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    /* Asked after the read: a child not yet ended then was not reaped when
+     * its file was read, so the pid named it, not a process that took the
+     * number after its reaping (which another thread may be doing). */
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PIDFD, (id_t)c->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid != 0)
+        return true; /* ended, or reaped already */
     if (n <= 0)
         return true;
     st[n] = '\0';
@@ -201,7 +207,7 @@ void zfi_child_reap(zfi_child *c, char *why, size_t len, bool *failed, int *sig)
     do
         zr = waitid(P_PIDFD, (id_t)c->pidfd, &z, WEXITED | WNOWAIT);
     while (zr < 0 && errno == EINTR);
-    if (zr == 0 && c->pid > 0)
+    if (zr == 0)
         kill(-c->pid, SIGKILL);
     int r;
     do
@@ -223,7 +229,6 @@ void zfi_child_reap(zfi_child *c, char *why, size_t len, bool *failed, int *sig)
         snprintf(why, len, "killed by signal %d (SIG%s)%s", si.si_status, name ? name : "?",
                  si.si_code == CLD_DUMPED ? ", core dumped" : "");
     }
-    c->pid = -1;
 }
 
 void zfi_child_close(zfi_child *c)

@@ -30,7 +30,7 @@ zf_err zfi_child_spawn(const char *label, zfi_child *out);
 void zfi_child_kill(const zfi_child *c);
 /* Whether it has begun to end (the kernel's PF_EXITING, in /proc/PID/stat):
  * a process closes its files as it exits, before its pidfd signals. True
- * when that cannot be read (it is gone). */
+ * when that cannot be read (it is gone). Safe while another thread reaps it. */
 bool zfi_child_exiting(const zfi_child *c);
 /* Reap it (after the pidfd signalled), and SIGKILL what is left of its
  * process group (what the node forked): "killed by signal 11 (SIGSEGV)",
