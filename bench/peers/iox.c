@@ -106,8 +106,9 @@ static pid_t start_roudi(const char *cfg, const char *log)
         fprintf(stderr, "exec %s: %s\n", roudi_path(), strerror(errno));
         _exit(127);
     }
-    /* Ready when its socket appears; dead if it exits. */
-    for (int i = 0; i < 200; i++) {
+    /* Ready when its socket appears; dead if it exits. Up to 60 s: on some
+     * VMs RouDi takes 9 s to reserve its 2.7 GB (mostly waiting, not CPU). */
+    for (int i = 0; i < 1200; i++) {
         int status;
         if (waitpid(pid, &status, WNOHANG) == pid) {
             fprintf(stderr, "zfpeer-iox: RouDi (%s) exited at start; its log: %s\n", roudi_path(),

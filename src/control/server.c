@@ -184,6 +184,7 @@ static void serve(conn *c)
 static void *conn_main(void *arg)
 {
     conn *c = arg;
+    zfi_thread_name("zf-ctl-conn");
     zf_server *s = c->s;
     serve(c);
     pthread_mutex_lock(&s->mu);
@@ -312,6 +313,7 @@ static void accept_one(zf_server *s)
 static void *accept_main(void *arg)
 {
     zf_server *s = arg;
+    zfi_thread_name("zf-ctl");
     struct pollfd p[2] = {{s->lfd, POLLIN, 0}, {s->wake[0], POLLIN, 0}};
     for (;;) {
         int r = poll(p, 2, -1);

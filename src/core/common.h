@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #define ZFI_UNUSED(x)    ((void)(x))
@@ -88,6 +89,27 @@ static inline void zfi_counter_add(atomic_uint_fast64_t *c, uint64_t v)
     atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
                           memory_order_relaxed);
 }
+
+/* Name the calling thread (what top -H, ps -L and perf show), printf-style,
+ * cut to the kernel's 15 characters. Best effort: nothing on failure.
+ * Inline: the cluster module has it too, without libzflow's internals. */
+static inline void zfi_thread_name(const char *fmt, ...) ZF_PRINTF(1, 2);
+static inline void zfi_thread_name(const char *fmt, ...)
+{
+    char name[16]; /* the kernel's TASK_COMM_LEN */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    pthread_setname_np(pthread_self(), name);
+}
+
+/* Move the calling thread off CPU `cpu` onto the next CPU of its affinity
+ * mask (wrapping), the mask kept as it was. For two threads that hand work
+ * to each other and that the kernel's wake-up placement put on one CPU
+ * while another idles (docs/isolation.md, "Sharing a CPU"). False when the
+ * mask has no other CPU or cannot be set. */
+bool zfi_cpu_leave(int cpu);
 
 /* Memory: NULL on failure (callers handle it). */
 /* CPUs this process may run on (its affinity mask: taskset, a cpuset), at

@@ -16,6 +16,25 @@ unsigned zfi_cpus_usable(void)
     return cpus > 0 ? (unsigned)cpus : 1;
 }
 
+bool zfi_cpu_leave(int cpu)
+{
+    cpu_set_t mask, one;
+    if (cpu < 0 || sched_getaffinity(0, sizeof mask, &mask) != 0)
+        return false;
+    int to = -1;
+    for (int k = 1; k < CPU_SETSIZE && to < 0; k++)
+        if (CPU_ISSET((cpu + k) % CPU_SETSIZE, &mask) && (cpu + k) % CPU_SETSIZE != cpu)
+            to = (cpu + k) % CPU_SETSIZE;
+    if (to < 0)
+        return false;
+    CPU_ZERO(&one);
+    CPU_SET(to, &one);
+    if (sched_setaffinity(0, sizeof one, &one) != 0) /* moves it now */
+        return false;
+    sched_setaffinity(0, sizeof mask, &mask); /* (it stays where it is) */
+    return true;
+}
+
 void *zfi_calloc(size_t n, size_t size)
 {
     return calloc(n ? n : 1, size ? size : 1);

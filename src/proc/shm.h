@@ -76,6 +76,7 @@ typedef struct zfi_shm_ctl {
         _Atomic uint32_t msgs;        /* control messages sent on the socket */
         _Atomic uint32_t room_wanted; /* notify to_rt when an input cell frees */
         _Atomic uint32_t bell_wanted; /* a worker sleeps on to_workers: wake it */
+        _Atomic int32_t waker_cpu;    /* 1 + the CPU that last woke the child (0: none) */
     } rt;
     _Alignas(ZFI_CACHELINE) zfi_evc to_child; /* the child sleeps here */
     _Alignas(ZFI_CACHELINE) zfi_evc to_rt;    /* the runtime's proxy sleeps here */

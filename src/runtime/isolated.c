@@ -33,6 +33,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -424,6 +425,9 @@ static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **d
          * wakes_out, which keeps the rings mapped until it is made. */
         if (zfi_evc_notify_begin(&iso->m.ctl->to_child, INT_MAX)) {
             wake = &iso->m.ctl->to_child.seq;
+            /* (where the child looks whether it woke on this CPU) */
+            atomic_store_explicit(&iso->m.ctl->rt.waker_cpu, sched_getcpu() + 1,
+                                  memory_order_relaxed);
             atomic_fetch_add_explicit(&iso->wakes_out, 1, memory_order_relaxed);
         }
         ok = true;
@@ -534,6 +538,7 @@ static void wake_proxy(zfi_iso *iso);
 static void *watch_main(void *arg)
 {
     zfi_iso *iso = arg;
+    zfi_thread_name("zf-w:%s", iso->n->desc->id);
     out_stream so = {.fd = iso->child.out, .which = 1}, se = {.fd = iso->child.err, .which = 2};
     int sock = iso->child.sock; /* its hang-up only (it ends with the child, or the
                                    child closed it: the proxy thread finds out which) */
@@ -1530,6 +1535,7 @@ static void *proxy_main(void *arg)
 {
     zfi_iso *iso = arg;
     zf_node *n = iso->n;
+    zfi_thread_name("zf-p:%s", n->desc->id);
     for (;;) {
         zf_err e = incarnate(iso);
         char why[256];

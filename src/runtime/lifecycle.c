@@ -263,6 +263,7 @@ static void *lc_main(void *arg)
 {
     lc_call *c = arg;
     zf_node *n = c->n;
+    zfi_thread_name("zf-lc:%s", n->desc->id);
     pthread_mutex_lock(&c->mu);
     c->tid = zfi_tid();
     pthread_mutex_unlock(&c->mu);

@@ -24,6 +24,7 @@
 #include "zflow/isolation.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +233,24 @@ static zf_data *block_of(uint64_t h, bool loaned)
  * a loan, a source's period) spin ZFI_SPIN_MIN_NS. */
 static zfi_spin input_spin;
 
+/* Sharing a CPU (docs/isolation.md): woken on the CPU of the runtime thread
+ * that woke it, the child and that thread take turns on one CPU, each
+ * parking for the other, while another CPU idles; the kernel's wake-up
+ * placement keeps them there. The child moves to another CPU of its mask
+ * (at most once a millisecond), and its next wait spins again. */
+static void unshare_cpu(zfi_spin *s)
+{
+    static uint64_t last_move;
+    int waker = atomic_load_explicit(&H.m.ctl->rt.waker_cpu, memory_order_relaxed) - 1;
+    if (waker < 0 || sched_getcpu() != waker)
+        return;
+    uint64_t now = zf_clock_ns();
+    if (now - last_move < 1000000u || !zfi_cpu_leave(waker))
+        return;
+    last_move = now;
+    s->calm = 0;
+}
+
 static void wait_child(bool (*ready)(void *), void *arg, int64_t timeout_ns, zfi_spin *sp)
 {
     zfi_spin tmp;
@@ -252,6 +271,7 @@ static void wait_child(bool (*ready)(void *), void *arg, int64_t timeout_ns, zfi
             }
             zfi_evc_wait_shared(&H.m.ctl->to_child, key, left);
             go = ready(arg);
+            unshare_cpu(s);
         }
     }
     if (go)

@@ -148,6 +148,7 @@ static bool write_item(zf_recorder *r, uint32_t link, const zf_tap_item *it)
 static void *recorder_main(void *arg)
 {
     zf_recorder *r = arg;
+    zfi_thread_name("zf-record");
     bool open_links = true, writing = true;
     while (open_links && writing) {
         bool any = false;
@@ -775,6 +776,7 @@ static bool wait_running(replay_src *s, uint64_t *t0)
 static void *replay_main(void *arg)
 {
     replay_src *s = arg;
+    zfi_thread_name("zf-replay");
     zf_recording *sh = s->shared;
     uint64_t t0 = 0, first = 0;
     zf_record rec;

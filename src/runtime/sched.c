@@ -609,8 +609,11 @@ static enum step_result step_source(zf_node *n, bool *more)
             return STEP_OK;
         if (periodic && !atomic_exchange(&n->ticks, 0))
             return STEP_OK;
-        if (k > 0 && slot_full() && sleepers(inst->rt))
-            wake_one(inst->rt); /* what the last produce made ready would wait (above) */
+        /* What the last produce made ready would wait (above): unless this
+         * is a waiting source, whose produce returns at once (it does not
+         * sleep in it), so this worker runs the slot's node in a moment. */
+        if (k > 0 && !n->waiting_sends && slot_full() && sleepers(inst->rt))
+            wake_one(inst->rt);
         uint64_t sent = atomic_load_explicit(&n->sent, memory_order_relaxed) +
                         atomic_load_explicit(&n->sent_x, memory_order_relaxed);
         n->refused_on = NULL;
@@ -823,6 +826,7 @@ static void *worker_main(void *arg)
             break;
         }
     pthread_mutex_unlock(&rt->mu);
+    zfi_thread_name("zf-worker%d", tls_slot);
     unsigned next_runs = 0, polls = 0;
     for (;;) {
         zf_node *n = tls_slot >= 0 ? atomic_exchange(&rt->slots[tls_slot], NULL) : NULL;

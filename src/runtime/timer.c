@@ -49,6 +49,7 @@ static void tick_sources(zf_instance *inst, uint64_t now, uint64_t *next)
 static void *timer_main(void *arg)
 {
     zf_runtime *rt = arg;
+    zfi_thread_name("zf-timer");
     pthread_mutex_lock(&rt->mu);
     while (!rt->timer_stop) {
         uint64_t now = zf_clock_ns();

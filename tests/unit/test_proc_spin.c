@@ -6,6 +6,7 @@
 
 #include <zflow/base.h>
 
+#include <sched.h>
 #include <stdint.h>
 
 /* A spin with nothing to wait for, until it says park; its length. */
@@ -93,6 +94,27 @@ ZT_CASE(a_short_spin_does_not_calm)
     ZT_CHECK(s.calm == 0 || took > ZFI_SPIN_LOST_NS); /* (only a lost CPU calms it) */
 }
 
+/* Leaving a CPU shared with a peer: the thread runs on another CPU of its
+ * mask at once, and the mask is what it was. */
+ZT_CASE(leaving_a_cpu_moves_the_thread_and_keeps_its_mask)
+{
+    cpu_set_t before, after;
+    ZT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+    int cpu = sched_getcpu();
+    ZT_CHECK(cpu >= 0);
+    if (CPU_COUNT(&before) < 2) {
+        ZT_CHECK(!zfi_cpu_leave(cpu)); /* nowhere to go */
+        printf("  one CPU: nothing to leave for\n");
+        return;
+    }
+    ZT_CHECK(zfi_cpu_leave(cpu));
+    ZT_CHECK(sched_getcpu() != cpu);
+    ZT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+    ZT_CHECK(CPU_EQUAL(&before, &after));
+    ZT_CHECK(!zfi_cpu_leave(-1));
+}
+
 ZT_MAIN(ZT_ENTRY(no_history_spins_briefly), ZT_ENTRY(dense_traffic_spins_long_sparse_briefly),
         ZT_ENTRY(arrivals_close_together_make_traffic_dense),
-        ZT_ENTRY(a_vain_spin_calms_the_waiter), ZT_ENTRY(a_short_spin_does_not_calm))
+        ZT_ENTRY(a_vain_spin_calms_the_waiter), ZT_ENTRY(a_short_spin_does_not_calm),
+        ZT_ENTRY(leaving_a_cpu_moves_the_thread_and_keeps_its_mask))

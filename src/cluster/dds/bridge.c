@@ -306,6 +306,7 @@ static bool out_step(zfi_bridge *b, bool *warned_shed)
 static void *out_main(void *arg)
 {
     zfi_bridge *b = arg;
+    zfi_thread_name("zf-bridge-out");
     bool warned_shed = false;
     while (!atomic_load(&b->stop)) {
         /* Reset before looking: a hook that leaves work after this sets it
@@ -528,6 +529,7 @@ static void in_on_data(dds_entity_t rd, void *arg)
 static void *in_main(void *arg)
 {
     zfi_bridge *b = arg;
+    zfi_thread_name("zf-bridge-in");
     while (!atomic_load(&b->stop) && !atomic_load(&b->ended)) {
         dds_waitset_wait(b->ws, NULL, 0, DDS_INFINITY);
         dds_set_guardcondition(b->guard, false);

@@ -282,6 +282,7 @@ typedef struct request {
 static void *request_main(void *arg)
 {
     request *q = arg;
+    zfi_thread_name("zf-dds-request");
     zf_cluster *c = q->c;
     char *reply = c->handler ? c->handler(c->handler_arg, q->from, q->body) : NULL;
     ctl_send(c, q->from, q->id, ZFI_CTL_REPLY, reply);
@@ -402,6 +403,7 @@ static void on_ctl(zf_cluster *c)
 static void *cluster_main(void *arg)
 {
     zf_cluster *c = arg;
+    zfi_thread_name("zf-cluster");
     while (!atomic_load(&c->stop)) {
         dds_waitset_wait(c->ws, NULL, 0, DDS_INFINITY);
         on_workers(c);

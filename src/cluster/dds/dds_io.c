@@ -137,6 +137,7 @@ static void io_free(dds_io *s)
 static void *sub_main(void *arg)
 {
     dds_io *s = arg;
+    zfi_thread_name("zf-dds-sub");
     while (!atomic_load(&s->stop)) {
         bool any = false;
         for (size_t p = 0; p < s->n_ports && !atomic_load(&s->stop); p++) {
