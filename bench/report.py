@@ -42,6 +42,9 @@ SERIES = [
     (("ipc_hop", "uds"), "Unix domain socket (two processes)"),
     (("ipc_hop", "iceoryx"), "iceoryx (two processes, zero-copy)"),
     (("hop_isolated", "zflow"),
+     "zflow into an isolated node: the source's send to the operator's receipt in its own "
+     "process (1 crossing, zero-copy)"),
+    (("hop_isolated", "zflow-roundtrip"),
      "zflow isolated node: source -> operator in its own process -> sink (2 crossings)"),
     (("dds_hop", "cyclonedds"), "Cyclone DDS (two processes, UDP loopback)"),
     (("pipeline", "zflow"), "zflow pipeline (3 links, 2 workers)"),
@@ -69,7 +72,8 @@ SCENARIOS = [
                              ("copy", "memcpy"),
                              ("hop", "tcp")]),
     ("One hop, across processes",
-     [("ipc_hop", "uds"), ("ipc_hop", "iceoryx"), ("hop_isolated", "zflow")]),
+     [("ipc_hop", "uds"), ("ipc_hop", "iceoryx"), ("hop_isolated", "zflow"),
+      ("hop_isolated", "zflow-roundtrip")]),
     ("One hop, across processes over DDS (loopback)", [("dds_hop", "cyclonedds")]),
     ("3-stage pipeline: source -> operator -> operator -> sink", PIPES + [("stage", "zflow")]),
 ]
@@ -173,7 +177,7 @@ def per_rep_ratios(runs, a, b, size, field="msgs_per_s"):
 def vs_limit(med, runs, s, size):
     """zflow rows: p50 and messages/s as ratios to the limit at the same size,
     the median of the per-repetition ratios (each from the same run)."""
-    if s[1] != "zflow" or not med.get((LIMIT[0], LIMIT[1], size)):
+    if not s[1].startswith("zflow") or not med.get((LIMIT[0], LIMIT[1], size)):
         return ""
     lat = per_rep_ratios(runs, s, LIMIT, size, "p50_ns")
     thr = per_rep_ratios(runs, s, LIMIT, size, "msgs_per_s")
@@ -275,6 +279,31 @@ def targets(med, runs):
         out.append(("%s latency grows with size" % LABEL[s], None if r is None else r > 10,
                     "not measured" if r is None else
                     "p50 %s at 64 B, %s at 100 MiB: %.0fx" % (human_ns(a), human_ns(b), r)))
+    iso = ("hop_isolated", "zflow")
+    sizes = sorted(k[2] for k in med if k[:2] == iso)
+    if sizes:
+        reps = {s: per_rep_ratios(runs, iso, LIMIT, s, "p50_ns") for s in sizes}
+        worst = max((statistics.median(r), s) for s, r in reps.items() if r)
+        out.append(("isolated hop (one crossing) p50 within 2x the limit at every size",
+                    worst[0] <= 2.0,
+                    "%s (median of the per-run ratios); the largest at %s" % (
+                        ", ".join("%s %.2fx" % (human_size(s), statistics.median(r))
+                                  for s, r in reps.items() if r),
+                        human_size(worst[1]))))
+        io = ("ipc_hop", "iceoryx")
+        pairs = [(s, get(med, iso, s, "p50_ns"), get(med, io, s, "p50_ns")) for s in sizes]
+        pairs = [p for p in pairs if p[1] and p[2]]
+        if pairs:
+            out.append(("isolated hop (one crossing) p50 below iceoryx's at every size",
+                        all(z < i for _, z, i in pairs),
+                        ", ".join("%s %s vs %s" % (human_size(s), human_ns(z), human_ns(i))
+                                  for s, z, i in pairs)))
+        a, b = get(med, iso, 64, "p50_ns"), get(med, iso, 100 * MiB, "p50_ns")
+        r = ratio(b, a)
+        if r is not None:
+            out.append(("isolated hop latency flat (p50 at 100 MiB within 1.2x of 64 B)",
+                        r <= 1.2, "p50 %s at 64 B, %s at 100 MiB: %.2fx" % (
+                            human_ns(a), human_ns(b), r)))
     for size, want, floor in ((64, 10, 7), (10 * MiB, 20, 15)):
         z = get(med, ("pipeline", "zflow"), size, "msgs_per_s")
         g = get(med, ("pipeline", "gstreamer"), size, "msgs_per_s")
@@ -448,17 +477,20 @@ DOC_PEERS = """\
 | `hop` | tcp | `zfpeer-sock tcp`: two threads, a TCP connection on 127.0.0.1 (`TCP_NODELAY`), a 16-byte header (length, timestamp) and the payload in one `writev`; the receiver reads the whole message |
 | `ipc_hop` | uds | `zfpeer-sock uds`: the same over a Unix domain stream socket between two processes |
 | `ipc_hop` | iceoryx | `zfpeer-iox`: Debian's iceoryx 2.0 through its C binding; publisher and subscriber processes; the benchmark starts its own RouDi with one mempool per size (room for a full queue and the publisher's loans); blocking policies (`WAIT_FOR_CONSUMER`, `BLOCK_PRODUCER`), no history |
-| `hop_isolated` | zflow | `zf-bench hop --isolated`: `source -> operator -> sink` through the runtime with the operator in a process of its own (`isolation: process`, forwarding the same capsule): two process crossings, handles in shared-memory rings, no byte copied; lockstep for latency, as `pipeline` |
+| `hop_isolated` | zflow | `zf-bench hop --isolated`: `source -> operator -> sink` through the runtime with the operator in a process of its own (`isolation: process`, forwarding the same capsule), handles in shared-memory rings, no byte copied; lockstep for latency, as `pipeline`. This row is one crossing, as iceoryx's is: from the source's send (the capsule's stamp) to the operator's receipt in its process, where it reads the clock first thing and writes the sample into shared memory the bench maps. Messages/s: the whole path, free-running |
+| `hop_isolated` | zflow-roundtrip | the same lockstep run, measured at the sink back in the runtime's process: two process crossings |
 | `dds_hop` | cyclonedds | `zfpeer-dds`: raw Cyclone DDS 0.10 (C API), writer and reader processes, `struct {uint64 stamp, flags; sequence<octet> data}`, reliable, keep-last history; loopback only (`lo`, no multicast, unicast discovery), 64 KB datagrams and 60 KB fragments, socket buffers up to 8 MB, 1 ms NACK delay, 10 ms heartbeats, a 64 MB writer-history watermark (Cyclone's defaults take seconds per 100 MiB sample) |
 | `pipeline` | zflow | `zf-bench pipeline`: `source -> operator -> operator -> sink` through the runtime (2 workers, the scheduler, three links), the bench node libraries; the operators forward the same capsule |
 | `stage` | zflow | `zf-bench stage`: the same pipeline on one worker, so every node runs on one core and nothing crosses cores; its CPU per message divided by the 3 stages (a callback and the hop after it, the source's allocation and the sink's release included) is the cost of one stage |
 | `pipeline` | gstreamer | `zfpeer-gst`: `fakesrc ! queue ! queue ! queue ! fakesink` through the C API: three queues are three thread boundaries as zflow's three links are; `fakesrc sizetype=fixed sizemax=SIZE filltype=nothing` allocates a fresh unfilled buffer per message; `fakesink sync=false enable-last-sample=false`; buffers counted by a pad probe on the sink; latency stamped by a pad probe on fakesrc's pad that lets the next buffer go only when the previous one reached the sink |
 
-`hop_isolated` is a whole runtime path where iceoryx's `ipc_hop` is one publisher and
-one subscriber: in lockstep a message passes a worker (the source), the child process
-(the operator) and an idle worker (the sink), two process crossings and, when the
-child and the worker had parked, two wake-ups ([isolation.md](isolation.md),
-"Waiting"). The `dds_hop` row is the baseline for links between workers.
+`hop_isolated` runs a whole runtime path where iceoryx's `ipc_hop` is one publisher and
+one subscriber: in lockstep a message passes a worker (the source, then the proxy node
+that writes its handle into the child's input ring), the child process (the operator)
+and an idle worker (the sink), two process crossings and, when the child and the worker
+had parked, two wake-ups ([isolation.md](isolation.md), "Waiting"). The first
+crossing is the `zflow` row, the whole trip the `zflow-roundtrip` row. The `dds_hop`
+row is the baseline for links between workers.
 """
 
 DOC_PLOTS = """\

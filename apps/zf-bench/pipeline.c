@@ -9,12 +9,61 @@
  * zf-bench stage: the same pipeline on one worker, so every node runs on
  * the same core (no line crosses cores): its CPU per message divided by
  * the 3 stages (a callback and the hop after it, the source's allocation
- * and the sink's release included) is the cost of one stage. */
+ * and the sink's release included) is the cost of one stage.
+ *
+ * zf-bench hop --isolated: source -> an operator in a process of its own
+ * -> sink. Two results per size: "hop_isolated" "zflow" is one crossing,
+ * the one-way latency from the source's send to the operator's receipt in
+ * its process (the operator reads the clock first thing and writes the
+ * sample into POSIX shared memory the bench maps), as iceoryx's figure is
+ * publisher to subscriber; "hop_isolated" "zflow-roundtrip" is the whole
+ * lockstep path back to the sink in the runtime's process, two crossings.
+ * Both carry the free-running rate of that path. */
 #include "bench.h"
 #include "bench_flow.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* The shared memory the isolated operator writes its samples into (b has
+ * max_samples set): 0, or -1 (b->stamps stays ""). */
+static int stamps_open(bench_shared *b, size_t size)
+{
+    snprintf(b->stamps, sizeof b->stamps, "/zf-bench-%d-%zu", (int)getpid(), size);
+    size_t bytes = b->max_samples * sizeof(uint64_t);
+    int fd = shm_open(b->stamps, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || ftruncate(fd, (off_t)bytes) != 0) {
+        fprintf(stderr, "zf-bench: shared memory %s: cannot create it\n", b->stamps);
+        if (fd >= 0) {
+            close(fd);
+            shm_unlink(b->stamps);
+        }
+        b->stamps[0] = '\0';
+        return -1;
+    }
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        shm_unlink(b->stamps);
+        b->stamps[0] = '\0';
+        return -1;
+    }
+    b->stamps_ns = p;
+    return 0;
+}
+
+static void stamps_close(bench_shared *b)
+{
+    if (!b->stamps[0])
+        return;
+    munmap(b->stamps_ns, b->max_samples * sizeof(uint64_t));
+    shm_unlink(b->stamps);
+    b->stamps[0] = '\0';
+}
 
 static int phase(bench_shared *b, int ops, unsigned workers, bool isolated, uint32_t cap,
                  double seconds, uint64_t want, double *elapsed_s, double *cpu_ns)
@@ -36,6 +85,8 @@ static int pipeline(const bench_opts *o, const char *name, int ops, unsigned wor
     for (size_t i = 0; i < o->n_sizes; i++) {
         size_t size = o->sizes[i];
         bench_result *r = bench_result_init(&out[*n_out], name, "zflow", size);
+        bench_result *rt =
+            isolated ? bench_result_init(&out[*n_out + 1], name, "zflow-roundtrip", size) : NULL;
 
         /* Latency: lockstep (the source sends the next when the sink woke
          * it: zf_node_wake; 2 workers, as the throughput phase). Warm-up
@@ -47,14 +98,26 @@ static int pipeline(const bench_opts *o, const char *name, int ops, unsigned wor
         b->lockstep = 1;
         b->max_samples = n + warm;
         b->lat_ns = calloc(n + warm, sizeof *b->lat_ns);
-        double el, cpu;
-        if (n && phase(b, ops, workers, isolated, 4, 120.0, n + warm, &el, &cpu) != 0)
+        if (!b->lat_ns || (isolated && n && stamps_open(b, size) != 0))
             return -1;
+        double el, cpu;
+        if (n && phase(b, ops, workers, isolated, 4, 120.0, n + warm, &el, &cpu) != 0) {
+            stamps_close(b);
+            return -1;
+        }
         uint64_t got = atomic_load(&b->received);
         if (got > n + warm)
             got = n + warm;
-        if (got > warm)
+        if (got > warm && isolated) {
+            /* the operator's samples: one crossing (the sink's: both) */
+            bench_percentiles(b->lat_ns + warm, got - warm, rt);
+            for (uint64_t k = 0; k < got; k++)
+                b->lat_ns[k] = (double)b->stamps_ns[k];
             bench_percentiles(b->lat_ns + warm, got - warm, r);
+        } else if (got > warm) {
+            bench_percentiles(b->lat_ns + warm, got - warm, r);
+        }
+        stamps_close(b);
         free(b->lat_ns);
         free(b);
 
@@ -72,6 +135,11 @@ static int pipeline(const bench_opts *o, const char *name, int ops, unsigned wor
         r->cpu_ns_per_msg = recv ? cpu / (double)recv : 0;
         if (workers == 1) /* one stage: a node's callback and its hop */
             r->cpu_ns_per_msg /= (double)(ops + 1);
+        if (rt) {
+            rt->msgs_per_s = r->msgs_per_s;
+            rt->cpu_ns_per_msg = r->cpu_ns_per_msg;
+            (*n_out)++;
+        }
         free(b);
         (*n_out)++;
     }

@@ -41,6 +41,9 @@ static char *descriptor(const bench_flow *fl, bench_shared *b, uint32_t cap)
             fprintf(f, "    library: \"%s/libbench_op.so\"\n", dir);
         if (fl->isolated)
             fprintf(f, "    isolation: process\n");
+        if (i == 0 && b->stamps[0])
+            fprintf(f, "    configuration: {stamps: \"%s\", stamps_n: %llu}\n", b->stamps,
+                    (unsigned long long)b->max_samples);
         fprintf(f, "    inputs: [in]\n    outputs: [out]\n");
     }
     fprintf(f,

@@ -23,6 +23,12 @@ typedef struct bench_shared {
     uint64_t reserve;            /* capsules to pre-fault at init */
     double *lat_ns;              /* lockstep: one sample per capsule */
     uint64_t max_samples;
+    /* Lockstep with an isolated operator: the POSIX shared memory (its
+     * name; "" if none) of max_samples uint64 where the operator, in its
+     * process, writes each capsule's one-way latency into it (zf-bench hop
+     * --isolated), and the bench's mapping of it. */
+    char stamps[48];
+    uint64_t *stamps_ns;
     atomic_int stop;
     /* the source's: capsules sent (lockstep only) */
     _Alignas(BENCH_LINE) atomic_uint_fast64_t sent;
