@@ -98,8 +98,11 @@ static int pipeline(const bench_opts *o, const char *name, int ops, unsigned wor
         b->lockstep = 1;
         b->max_samples = n + warm;
         b->lat_ns = calloc(n + warm, sizeof *b->lat_ns);
-        if (!b->lat_ns || (isolated && n && stamps_open(b, size) != 0))
+        if (!b->lat_ns || (isolated && n && stamps_open(b, size) != 0)) {
+            free(b->lat_ns);
+            free(b);
             return -1;
+        }
         double el, cpu;
         if (n && phase(b, ops, workers, isolated, 4, 120.0, n + warm, &el, &cpu) != 0) {
             stamps_close(b);

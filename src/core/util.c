@@ -22,8 +22,8 @@ bool zfi_cpu_leave(int cpu)
     if (cpu < 0 || sched_getaffinity(0, sizeof mask, &mask) != 0)
         return false;
     int to = -1;
-    for (int k = 1; k < CPU_SETSIZE && to < 0; k++)
-        if (CPU_ISSET((cpu + k) % CPU_SETSIZE, &mask) && (cpu + k) % CPU_SETSIZE != cpu)
+    for (int k = 1; k < CPU_SETSIZE && to < 0; k++) /* (k < CPU_SETSIZE: never cpu itself) */
+        if (CPU_ISSET((cpu + k) % CPU_SETSIZE, &mask))
             to = (cpu + k) % CPU_SETSIZE;
     if (to < 0)
         return false;

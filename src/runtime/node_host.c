@@ -59,10 +59,11 @@ typedef struct zfi_host {
     zf_node node;
     size_t *out_ring; /* library output index -> ring (descriptor order) */
     atomic_bool fini_asked;
-    atomic_bool woken;     /* zf_node_wake since the source's last produce */
-    pthread_t main_thread; /* the one that runs the callbacks */
-    bool producing;        /* it is in produce (read by it only) */
-    zfi_ring *full;        /* the output ring a zf_try_send of that produce found full */
+    atomic_bool woken;         /* zf_node_wake since the source's last produce */
+    pthread_t main_thread;     /* the one that runs the callbacks */
+    bool producing;            /* it is in produce (read by it only) */
+    _Atomic uint64_t moved_at; /* when a waiting thread last left the waker's CPU */
+    zfi_ring *full;            /* the output ring a zf_try_send of that produce found full */
 } zfi_host;
 
 static zfi_host H;
@@ -240,14 +241,17 @@ static zfi_spin input_spin;
  * (at most once a millisecond), and its next wait spins again. */
 static void unshare_cpu(zfi_spin *s)
 {
-    static uint64_t last_move;
     int waker = atomic_load_explicit(&H.m.ctl->rt.waker_cpu, memory_order_relaxed) - 1;
     if (waker < 0 || sched_getcpu() != waker)
         return;
     uint64_t now = zf_clock_ns();
-    if (now - last_move < 1000000u || !zfi_cpu_leave(waker))
+    uint64_t last = atomic_load_explicit(&H.moved_at, memory_order_relaxed);
+    /* (a node's own threads wait here too: one of them moves at a time) */
+    if (now - last < 1000000u ||
+        !atomic_compare_exchange_strong_explicit(&H.moved_at, &last, now, memory_order_relaxed,
+                                                 memory_order_relaxed) ||
+        !zfi_cpu_leave(waker))
         return;
-    last_move = now;
     s->calm = 0;
 }
 
