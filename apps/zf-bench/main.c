@@ -8,6 +8,10 @@
 
 #include <zflow/zflow.h>
 
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,18 +111,30 @@ int main(int argc, char **argv)
     bench_result res[64];
     size_t n = 0;
     int rc = 0;
+    /* limit and hop pin this thread; what a later benchmark starts from it
+     * (the runtime's workers, a node host) would inherit that CPU: each
+     * benchmark starts from the mask the program started with. */
+    cpu_set_t mask;
+    bool have_mask = sched_getaffinity(0, sizeof mask, &mask) == 0;
+#define RUN(call)                                                                                  \
+    do {                                                                                           \
+        rc |= (call);                                                                              \
+        if (have_mask)                                                                             \
+            pthread_setaffinity_np(pthread_self(), sizeof mask, &mask);                            \
+    } while (0)
     if (wants(which, "limit"))
-        rc |= bench_limit(&o, res, &n);
+        RUN(bench_limit(&o, res, &n));
     if (wants(which, "hop"))
-        rc |= o.isolated ? bench_hop_isolated(&o, res, &n) : bench_hop(&o, false, res, &n);
+        RUN(o.isolated ? bench_hop_isolated(&o, res, &n) : bench_hop(&o, false, res, &n));
     if (wants(which, "copy"))
-        rc |= bench_hop(&o, true, res, &n);
+        RUN(bench_hop(&o, true, res, &n));
     if (wants(which, "pipeline"))
-        rc |= bench_pipeline(&o, res, &n);
+        RUN(bench_pipeline(&o, res, &n));
     if (wants(which, "stage"))
-        rc |= bench_stage(&o, res, &n);
+        RUN(bench_stage(&o, res, &n));
     if (wants(which, "chain"))
-        rc |= bench_pipeline_ops(&o, 1, res, &n);
+        RUN(bench_pipeline_ops(&o, 1, res, &n));
+#undef RUN
     if (!n && !rc) {
         fprintf(stderr, "zf-bench: unknown benchmark '%s'\n", which);
         return 2;

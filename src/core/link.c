@@ -10,7 +10,9 @@
  * also what frees the cell: unlike Vyukov's, a consumer never writes a
  * cell back. So cells are written by producers only, claims are on lines
  * that their side alone normally writes, and a message makes one line
- * cross cores: its cell. Several producers and consumers at once are
+ * cross cores: its cell, which carries the capsule's length too, so a
+ * take reads nothing of the capsule (its header crosses when the consumer
+ * first uses it, fetched ahead at the take). Several producers and consumers at once are
  * correct, which is what the rare parties are: the watchdog's breaker and
  * the stop (consumers that drop), `drop_oldest` (the producer dropping the
  * head), threads the runtime does not own. While only the runtime's two
@@ -31,10 +33,12 @@
  * own count plus public pops, bytes are counted in by the producer and out
  * by the consumer (the runtime's own parties count with plain stores,
  * others with atomic adds), depth is computed. High water is refreshed
- * exactly whenever the producer refreshes its view of head: every
- * ZFI_LINK_HW_EVERY pushes while the link is deeper than the high water
- * seen, and whenever it looks full; so it is exact at capacity and can
- * miss a spike shorter than that many messages.
+ * exactly whenever the producer refreshes its view of head: at every
+ * ZFI_LINK_HW_EVERY-th position while the link is deeper than the high
+ * water seen, and whenever it looks full; so it is exact at capacity and
+ * can miss a spike shorter than that many messages. (A refresh reads the
+ * consumers' line, and the consumer's next claim waits for it to come back:
+ * refreshing at every push made that wait part of most hops.)
  *
  * Waiting is spin-then-park on eventcounts (core/futex.h). A producer node
  * parked on a full link raises `room_wanted`; the consumer, after a take
@@ -77,10 +81,28 @@
  * a compare-and-swap. */
 enum side_mode { SIDE_OWNED = 0, SIDE_SHARING = 1, SIDE_SHARED = 2 };
 
+/* A cell's word packs its sequence (the low 32 bits: its position + 1 once
+ * published, compared modulo 2^32, the ring being far smaller) and the
+ * capsule's length (the high 32 bits; CELL_LEN_BIG: in the header only), so
+ * a consumer counts the bytes it takes without reading the capsule's
+ * header, a line last written on the producer's core. */
 typedef struct cell {
-    _Atomic uint64_t seq;
+    _Atomic uint64_t word;
     _Atomic uint64_t h;
 } cell;
+#define CELL_LEN_BIG 0xffffffffu
+
+static inline uint64_t cell_word(uint64_t pos, uint64_t len)
+{
+    return (len < CELL_LEN_BIG ? len : CELL_LEN_BIG) << 32 | (uint32_t)(pos + 1);
+}
+
+/* How far the cell's sequence is from position pos's: 0, published for pos;
+ * below, an older lap (empty); above, a newer one (pos is stale). */
+static inline int32_t cell_lag(uint64_t word, uint64_t pos)
+{
+    return (int32_t)((uint32_t)word - (uint32_t)(pos + 1));
+}
 
 struct zf_link {
     /* Read-mostly: set at creation (and the hooks before use). */
@@ -98,8 +120,7 @@ struct zf_link {
     _Atomic uint64_t high_water;
     _Atomic uint64_t bytes_in;   /* by the producer node (plain stores) */
     _Atomic uint64_t bytes_in_x; /* by other producers (atomic adds) */
-    uint32_t hw_tick;
-    _Atomic uint32_t prod_busy; /* the owning producer is inside a plain put */
+    _Atomic uint32_t prod_busy;  /* the owning producer is inside a plain put */
 
     /* The consumers' line: written by consumers only. */
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t head;
@@ -154,7 +175,7 @@ zf_err zf_link_create(const zf_link_config *cfg, zf_link **out)
     if ((unsigned)cfg->policy > ZF_POLICY_DROP_NEWEST)
         return zfi_error(ZF_EINVAL, "zf_link_create: unknown policy %d", (int)cfg->policy);
     uint32_t cap = cfg->capacity ? cfg->capacity : DEFAULT_CAPACITY;
-    if (cap > (1u << 30))
+    if (cap > (1u << 29))
         return zfi_error(ZF_EINVAL, "zf_link_create: capacity %u is too large", cap);
     zf_link *l = aligned_alloc(ZFI_CACHELINE,
                                (sizeof *l + ZFI_CACHELINE - 1) / ZFI_CACHELINE * ZFI_CACHELINE);
@@ -170,7 +191,7 @@ zf_err zf_link_create(const zf_link_config *cfg, zf_link **out)
         return zfi_error(ZF_ENOMEM, "zf_link_create: out of memory for %u cells", cap);
     }
     for (uint64_t i = 0; i < n; i++) {
-        atomic_init(&l->cells[i].seq, 0); /* cell i first holds position i: sequence i + 1 */
+        atomic_init(&l->cells[i].word, 0); /* cell i first holds position i: sequence i + 1 */
         atomic_init(&l->cells[i].h, 0);
     }
     atomic_init(&l->prod_mode, SIDE_SHARED);
@@ -299,7 +320,7 @@ void zfi_link_own(zf_link *l)
  * the side first): the same as the shared put below, with a plain store of
  * tail for the compare-and-swap. The publication stays seq_cst (the
  * wake-up checks after it pair with it). */
-static inline bool owned_put(zf_link *l, zfi_handle h)
+static inline bool owned_put(zf_link *l, zfi_handle h, uint64_t len)
 {
     uint64_t p = atomic_load_explicit(&l->tail, memory_order_relaxed);
     if (ZFI_UNLIKELY((int64_t)(p - atomic_load_explicit(&l->head_seen, memory_order_acquire)) >
@@ -312,11 +333,11 @@ static inline bool owned_put(zf_link *l, zfi_handle h)
     atomic_store_explicit(&l->tail, p + 1, memory_order_relaxed);
     cell *c = &l->cells[p & l->mask];
     atomic_store_explicit(&c->h, h, memory_order_relaxed);
-    atomic_store_explicit(&c->seq, p + 1, memory_order_seq_cst);
+    atomic_store_explicit(&c->word, cell_word(p, len), memory_order_seq_cst);
     return true;
 }
 
-/* Put h at the tail if a cell is free and the link is open (refill: open or
+/* Put h (len bytes) at the tail if a cell is free and the link is open (refill: open or
  * not, for the spill list's own capsules). Cell pos is free once the
  * consumers' head has passed pos - size (whoever claimed that position read
  * its handle before the claim): the producer reads its cached view of head
@@ -324,11 +345,11 @@ static inline bool owned_put(zf_link *l, zfi_handle h)
  * why the consumer writes no cell back). seq_cst reservation and publication: close's bit, the
  * end-of-stream test and the wake-up checks that follow (waiters, the consumer node's state) pair
  * with them. False when full or closed. */
-static inline bool ring_put(zf_link *l, zfi_handle h, bool refill, bool own)
+static inline bool ring_put(zf_link *l, zfi_handle h, uint64_t len, bool refill, bool own)
 {
     if (own) {
         if (ZFI_LIKELY(owner_enter(&l->prod_mode, &l->prod_busy))) {
-            bool ok = owned_put(l, h);
+            bool ok = owned_put(l, h, len);
             owner_leave(&l->prod_busy);
             return ok;
         }
@@ -357,7 +378,7 @@ static inline bool ring_put(zf_link *l, zfi_handle h, bool refill, bool own)
                                                   memory_order_relaxed)) {
             cell *c = &l->cells[p & l->mask];
             atomic_store_explicit(&c->h, h, memory_order_relaxed);
-            atomic_store_explicit(&c->seq, p + 1, memory_order_seq_cst);
+            atomic_store_explicit(&c->word, cell_word(p, len), memory_order_seq_cst);
             return true;
         }
     }
@@ -373,7 +394,7 @@ static inline void prefetch_next(zf_link *l, uint64_t pos)
     if (!(pos % (ZFI_CACHELINE / sizeof(cell))))
         return;
     cell *c = &l->cells[pos & l->mask];
-    if (atomic_load_explicit(&c->seq, memory_order_relaxed) != pos + 1)
+    if (cell_lag(atomic_load_explicit(&c->word, memory_order_relaxed), pos))
         return;
     zfi_handle h = atomic_load_explicit(&c->h, memory_order_relaxed);
     if (!(h & (ZFI_HANDLE_LOCAL | ZFI_HANDLE_LARGE))) {
@@ -388,12 +409,13 @@ static inline void prefetch_next(zf_link *l, uint64_t pos)
 }
 
 /* Claim the head cell if it is published (its sequence is its position +
- * 1; an older lap's is smaller). Returns the handle, 0 if none. The handle
+ * 1; an older lap's is smaller). Returns the handle, 0 if none, and the
+ * length the cell carries (*len; CELL_LEN_BIG: read the header). The handle
  * is read before the claim (a compare-and-swap on head, which frees the
  * cell for the producers): a claim that fails drops what it read, and
  * nothing of the capsule is read before the claim succeeds (a capsule
  * another party claimed may be freed and reused at any moment). */
-static inline zfi_handle ring_take(zf_link *l, bool own)
+static inline zfi_handle ring_take(zf_link *l, bool own, uint32_t *len)
 {
     if (own) {
         if (ZFI_LIKELY(owner_enter(&l->cons_mode, &l->cons_busy))) {
@@ -403,8 +425,10 @@ static inline zfi_handle ring_take(zf_link *l, bool own)
             uint64_t pos = atomic_load_explicit(&l->head, memory_order_relaxed);
             cell *c = &l->cells[pos & l->mask];
             zfi_handle h = 0;
-            if (atomic_load_explicit(&c->seq, memory_order_acquire) == pos + 1) {
+            uint64_t w = atomic_load_explicit(&c->word, memory_order_acquire);
+            if (!cell_lag(w, pos)) {
                 h = atomic_load_explicit(&c->h, memory_order_relaxed);
+                *len = (uint32_t)(w >> 32);
                 atomic_store_explicit(&l->head, pos + 1, memory_order_release);
             }
             owner_leave(&l->cons_busy);
@@ -418,12 +442,13 @@ static inline zfi_handle ring_take(zf_link *l, bool own)
     uint64_t pos = atomic_load_explicit(&l->head, memory_order_relaxed);
     for (;;) {
         cell *c = &l->cells[pos & l->mask];
-        uint64_t seq = atomic_load_explicit(&c->seq, memory_order_seq_cst);
-        int64_t dif = (int64_t)(seq - (pos + 1));
+        uint64_t w = atomic_load_explicit(&c->word, memory_order_seq_cst);
+        int32_t dif = cell_lag(w, pos);
         if (dif == 0) {
             zfi_handle h = atomic_load_explicit(&c->h, memory_order_relaxed);
             if (atomic_compare_exchange_weak_explicit(&l->head, &pos, pos + 1, memory_order_seq_cst,
                                                       memory_order_relaxed)) {
+                *len = (uint32_t)(w >> 32);
                 prefetch_next(l, pos + 1);
                 return h;
             }
@@ -501,7 +526,7 @@ static void note_high_water(zf_link *l, uint64_t depth)
 }
 
 /* After a push: the high water, from the producers' view of head. */
-static inline void after_put(zf_link *l, bool own)
+static inline void after_put(zf_link *l)
 {
     uint64_t t = atomic_load_explicit(&l->tail, memory_order_relaxed) & ~TAIL_CLOSED;
     uint64_t seen = atomic_load_explicit(&l->head_seen, memory_order_relaxed);
@@ -509,10 +534,10 @@ static inline void after_put(zf_link *l, bool own)
     uint64_t est = t - seen + spill;
     if (est <= ld(&l->high_water))
         return;
-    bool refresh = est >= l->capacity || !own;
-    if (own && !refresh)
-        refresh = ++l->hw_tick % ZFI_LINK_HW_EVERY == 0 || ld(&l->high_water) == 0;
-    if (!refresh)
+    /* Refreshed at every ZFI_LINK_HW_EVERY-th position, not at every push
+     * while deeper than the high water: each refresh reads the consumers'
+     * line, and the consumer's next claim then waits for it to come back. */
+    if (est < l->capacity && t % ZFI_LINK_HW_EVERY && ld(&l->high_water))
         return;
     seen = atomic_load_explicit(&l->head, memory_order_seq_cst);
     atomic_store_explicit(&l->head_seen, seen, memory_order_release);
@@ -546,27 +571,34 @@ static bool spill_append_locked(zf_link *l, zfi_handle h)
  * the ring, else (a burst past the ring) the spill list. ZF_ECLOSED when the
  * link closed first (close sets its bit under spill_mu, so nothing is
  * spilled after it), ZF_ENOMEM when out of memory; h is not taken then. */
-static zf_err enqueue(zf_link *l, zfi_handle h, bool own)
+static zf_err enqueue(zf_link *l, zfi_handle h, uint64_t len, bool own)
 {
     if (ZFI_LIKELY(!atomic_load_explicit(&l->spill_n, memory_order_relaxed)) &&
-        ring_put(l, h, false, own))
+        ring_put(l, h, len, false, own))
         return ZF_OK;
     pthread_mutex_lock(&l->spill_mu);
     zf_err e = ZF_OK;
     if (atomic_load_explicit(&l->tail, memory_order_relaxed) & TAIL_CLOSED)
         e = ZF_ECLOSED;
-    else if (!(l->spill_len == 0 && ring_put(l, h, false, own)) && !spill_append_locked(l, h))
+    else if (!(l->spill_len == 0 && ring_put(l, h, len, false, own)) && !spill_append_locked(l, h))
         e = ZF_ENOMEM;
     pthread_mutex_unlock(&l->spill_mu);
     return e;
 }
 
 /* The ring is empty: move what the spill list holds back into it, in
- * order. */
+ * order (each capsule's length from its header: the rare path). */
 static void spill_refill(zf_link *l)
 {
     pthread_mutex_lock(&l->spill_mu);
-    while (l->spill_len && ring_put(l, l->spill[l->spill_head], true, false)) {
+    while (l->spill_len) {
+        zfi_handle h = l->spill[l->spill_head];
+        zf_data *d = zfi_handle_data(h);
+        if (!d)
+            zfi_fatal("link", "a link's spill list holds handle 0x%llx, which names no capsule",
+                      (unsigned long long)h);
+        if (!ring_put(l, h, d->len, true, false))
+            break;
         l->spill_head = (l->spill_head + 1) % l->spill_cap;
         l->spill_len--;
         atomic_fetch_sub_explicit(&l->spilled, 1, memory_order_relaxed);
@@ -576,13 +608,16 @@ static void spill_refill(zf_link *l)
 }
 
 /* Take the head capsule, or NULL: as the consumer side's owner (own), or
- * as any party. */
-static inline zf_data *take_one(zf_link *l, bool own)
+ * as any party; *len is its length, from the cell (the header is not read
+ * here: its line was last written on the producer's core, and the take is
+ * over before the consumer needs it). */
+static inline zf_data *take_one(zf_link *l, bool own, uint64_t *len)
 {
-    zfi_handle h = ring_take(l, own);
+    uint32_t cl = 0;
+    zfi_handle h = ring_take(l, own, &cl);
     if (!h && atomic_load_explicit(&l->spill_n, memory_order_seq_cst)) {
         spill_refill(l);
-        h = ring_take(l, own);
+        h = ring_take(l, own, &cl);
     }
     if (!h)
         return NULL;
@@ -590,14 +625,17 @@ static inline zf_data *take_one(zf_link *l, bool own)
     if (!d)
         zfi_fatal("link", "a link holds handle 0x%llx, which names no capsule",
                   (unsigned long long)h);
+    zfi_prefetch_w(d); /* the header: its line is on its way while the take ends */
+    *len = ZFI_LIKELY(cl != CELL_LEN_BIG) ? cl : d->len;
     return d;
 }
 
 static zf_data *take_any(zf_link *l)
 {
-    zf_data *d = take_one(l, false);
+    uint64_t len = 0;
+    zf_data *d = take_one(l, false, &len);
     if (d)
-        atomic_fetch_add_explicit(&l->bytes_out_x, d->len, memory_order_relaxed);
+        atomic_fetch_add_explicit(&l->bytes_out_x, len, memory_order_relaxed);
     return d;
 }
 
@@ -649,7 +687,7 @@ static inline __attribute__((always_inline)) zf_err pushed(zf_link *l, uint64_t 
         bump(&l->bytes_in, len);
     else
         atomic_fetch_add_explicit(&l->bytes_in_x, len, memory_order_relaxed);
-    after_put(l, own);
+    after_put(l);
     after_push(l);
     return ZF_OK;
 }
@@ -710,6 +748,13 @@ static __attribute__((noinline)) zf_err push_slow(zf_link *l, zf_data **d, enum 
             return zfi_error(ZF_ETIMEDOUT, "link full for %lld ms; capsule dropped",
                              (long long)(timeout_ns / 1000000));
         }
+        if (now - t0 < SPIN_NS) {
+            /* Spin first: a consumer that is running frees a cell within
+             * microseconds, and parking costs both sides system calls. */
+            for (int k = 0; k < 64; k++)
+                zfi_cpu_relax();
+            continue;
+        }
         uint32_t key = zfi_evc_prepare(&l->room_evc);
         if (atomic_load(&l->closed) || !looks_full(l, len) || atomic_load(&l->breaker))
             zfi_evc_cancel(&l->room_evc);
@@ -724,7 +769,7 @@ static __attribute__((noinline)) zf_err push_slow(zf_link *l, zf_data **d, enum 
     zf_data *tapped = NULL;
     if (ZFI_UNLIKELY(atomic_load_explicit(&l->tapped, memory_order_relaxed)))
         tapped = zf_data_ref(c);
-    zf_err e = enqueue(l, zfi_handle_of(c), own);
+    zf_err e = enqueue(l, zfi_handle_of(c), len, own);
     if (tapped) {
         /* Announce the offer, then read the tap: a detach (tapped 0, tap
          * NULL, then waits for tap_users 0) either is seen or waits. */
@@ -776,7 +821,7 @@ push(zf_link *l, zf_data **d, enum push_mode mode, int64_t timeout_ns, bool own,
         t - atomic_load_explicit(&l->head_seen, memory_order_relaxed) >= l->capacity)
         return push_slow(l, d, mode, timeout_ns, own, park);
     uint64_t len = c->len;
-    if (ZFI_UNLIKELY(!ring_put(l, zfi_handle_of(c), false, own)))
+    if (ZFI_UNLIKELY(!ring_put(l, zfi_handle_of(c), len, false, own)))
         return push_slow(l, d, mode, timeout_ns, own, park);
     *d = NULL;
     return pushed(l, len, own);
@@ -838,10 +883,11 @@ static bool ended(zf_link *l)
 
 zf_data *zfi_link_take(zf_link *l, bool *eos)
 {
-    zf_data *d = take_one(l, true);
+    uint64_t len = 0;
+    zf_data *d = take_one(l, true, &len);
     if (ZFI_LIKELY(d)) {
         bump(&l->delivered, 1);
-        bump(&l->bytes_out, d->len);
+        bump(&l->bytes_out, len);
         after_take(l);
         *eos = false;
         return d;
@@ -864,8 +910,8 @@ uint32_t zfi_link_capacity(const zf_link *l)
 bool zfi_link_ready(zf_link *l)
 {
     uint64_t pos = atomic_load_explicit(&l->head, memory_order_relaxed);
-    uint64_t seq = atomic_load_explicit(&l->cells[pos & l->mask].seq, memory_order_seq_cst);
-    return seq == pos + 1 || atomic_load_explicit(&l->spill_n, memory_order_seq_cst) != 0;
+    uint64_t w = atomic_load_explicit(&l->cells[pos & l->mask].word, memory_order_seq_cst);
+    return !cell_lag(w, pos) || atomic_load_explicit(&l->spill_n, memory_order_seq_cst) != 0;
 }
 
 zf_err zf_link_try_pop(zf_link *l, zf_data **out)
@@ -1032,7 +1078,8 @@ bool zfi_link_want_room(zf_link *l)
 static bool head_published(zf_link *l)
 {
     uint64_t pos = atomic_load_explicit(&l->head, memory_order_seq_cst);
-    return atomic_load_explicit(&l->cells[pos & l->mask].seq, memory_order_seq_cst) == pos + 1;
+    return !cell_lag(atomic_load_explicit(&l->cells[pos & l->mask].word, memory_order_seq_cst),
+                     pos);
 }
 
 /* A producer reserved the head cell and has not published it (tail is past

@@ -1,7 +1,10 @@
 /* The memory a process-isolated node shares with the runtime: one memfd
  * per child incarnation (a restarted child gets a fresh one: resetting the
  * rings is dropping the old memfd), holding a control block and, per port,
- * single-producer single-consumer rings of 16-byte cells.
+ * single-producer single-consumer rings of 32-byte cells (an input cell
+ * carries the capsule's stamp and sequence number beside its handle and
+ * length, so the child builds its capsule without reading the block's
+ * header, a line last written on the runtime's core).
  *
  *   input[i]    runtime -> child   capsules delivered on input i
  *   output[o]   child -> runtime   capsules the child sends on output o
@@ -51,6 +54,8 @@ enum {
 typedef struct zfi_cell {
     _Atomic uint64_t h;   /* a pool handle (core/capsule.h); loan cells: 0 = refused */
     _Atomic uint64_t len; /* input: length; output: length | KEEP; loan: capacity */
+    _Atomic uint64_t ts;  /* input: the capsule's stamp (0 elsewhere) */
+    _Atomic uint64_t seq; /* input: its sequence number (0 elsewhere) */
 } zfi_cell;
 
 typedef struct zfi_sring {
@@ -239,14 +244,23 @@ static inline bool zfi_ring_room_lazy(zfi_ring *r, uint32_t *room)
 /* Write a cell and publish it; the caller checked the room. len must be
  * below 2^48, or KEEP with a length below 2^48. (seq_cst: the wake-up
  * checks after it, and the consumer's "had it been full", pair with it.) */
-static inline void zfi_ring_put(zfi_ring *r, uint64_t h, uint64_t len)
+static inline void zfi_ring_put_meta(zfi_ring *r, uint64_t h, uint64_t len, uint64_t ts,
+                                     uint64_t seq)
 {
     zfi_cell *c = &r->cells[r->pos & (r->cap - 1)];
     atomic_store_explicit(&c->h, h, memory_order_relaxed);
+    atomic_store_explicit(&c->ts, ts, memory_order_relaxed);
+    atomic_store_explicit(&c->seq, seq, memory_order_relaxed);
     atomic_store_explicit(&c->len, (len & ~ZFI_CELL_TAG_MASK) | zfi_cell_tag(r, r->pos),
                           memory_order_seq_cst);
     r->pos++;
     atomic_store_explicit(&r->s->tail, r->pos, memory_order_seq_cst);
+}
+
+/* A cell without a stamp (output, completion and loan rings). */
+static inline void zfi_ring_put(zfi_ring *r, uint64_t h, uint64_t len)
+{
+    zfi_ring_put_meta(r, h, len, 0, 0);
 }
 
 /* ---- the consumer side ---- */
@@ -254,7 +268,8 @@ static inline void zfi_ring_put(zfi_ring *r, uint64_t h, uint64_t len)
 /* Take the next cell: 1 taken, 0 empty, -1 the producer's tail is not a
  * tail this ring can have (past a full ring ahead, or behind), or says
  * published what the cell does not. */
-static inline int zfi_ring_take(zfi_ring *r, uint64_t *h, uint64_t *len)
+static inline int zfi_ring_take_meta(zfi_ring *r, uint64_t *h, uint64_t *len, uint64_t *ts,
+                                     uint64_t *seq)
 {
     zfi_cell *c = &r->cells[r->pos & (r->cap - 1)];
     uint64_t want = zfi_cell_tag(r, r->pos);
@@ -274,9 +289,17 @@ static inline int zfi_ring_take(zfi_ring *r, uint64_t *h, uint64_t *len)
     }
     *h = atomic_load_explicit(&c->h, memory_order_relaxed);
     *len = l & ~ZFI_CELL_TAG_MASK;
+    *ts = atomic_load_explicit(&c->ts, memory_order_relaxed);
+    *seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
     r->pos++;
     atomic_store_explicit(&r->s->head, r->pos, memory_order_seq_cst);
     return 1;
+}
+
+static inline int zfi_ring_take(zfi_ring *r, uint64_t *h, uint64_t *len)
+{
+    uint64_t ts, seq;
+    return zfi_ring_take_meta(r, h, len, &ts, &seq);
 }
 
 /* Whether a cell is waiting (a bad tail counts as waiting: the take says).

@@ -416,7 +416,7 @@ static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **d
     /* The gate made room for this capsule; a failure here (memory for the
      * ledger, a segment that cannot be sent) drops it, counted. */
     if (room && ensure_mapped(iso, d, h) && zfi_ledger_add(&iso->ledger, h, d)) {
-        zfi_ring_put(r, h, d->len);
+        zfi_ring_put_meta(r, h, d->len, d->ts, d->seq);
         iso->in_put++;
         *dp = NULL;
         zfi_held(-1); /* the reference is the ledger's now, not node code's */

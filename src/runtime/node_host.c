@@ -201,7 +201,7 @@ static void catch_up(void)
 
 /* The header of the block a handle names, mapped (read-only for large
  * blocks unless `loaned`). */
-static zf_data *block_of(uint64_t h, bool loaned)
+static zf_data *block_of(uint64_t h, bool loaned, size_t *room)
 {
     if ((h & ZFI_HANDLE_LOCAL) || ((h >> ZFI_HANDLE_SLOT_SHIFT) & 0x7fff) != H.pool_slot)
         die("node host: handle %#llx names no block of the instance's pool", (unsigned long long)h);
@@ -217,6 +217,7 @@ static zf_data *block_of(uint64_t h, bool loaned)
             l->rw = loaned;
         }
         void *base = l->base;
+        *room = l->size > ZFI_HDR_SIZE ? l->size - ZFI_HDR_SIZE : 0;
         pthread_mutex_unlock(&seg_mu);
         return (zf_data *)base;
     }
@@ -225,6 +226,7 @@ static zf_data *block_of(uint64_t h, bool loaned)
     if (!idx || idx * ZFI_HDR_SIZE > mapped)
         die("node host: block %llu is past the %zu bytes of pool mapped", (unsigned long long)idx,
             mapped);
+    *room = mapped - idx * ZFI_HDR_SIZE;
     return (zf_data *)(H.arena + (idx - 1) * ZFI_HDR_SIZE);
 }
 
@@ -357,19 +359,43 @@ static void release_handle(void *arg)
     zfi_evc_notify_shared(&H.m.ctl->to_rt);
 }
 
-static zf_err wrap(uint64_t h, uint64_t len, bool loaned, zf_data **out)
+/* A block loaned to this process (writable while unique). */
+static zf_err wrap_loan(uint64_t h, uint64_t len, zf_data **out)
 {
-    zf_data *b = block_of(h, loaned);
+    size_t room;
+    zf_data *b = block_of(h, true, &room);
     uint64_t cap = b->cap;
-    if (len > cap)
-        die("node host: a capsule of %llu bytes in a block of %llu", (unsigned long long)len,
-            (unsigned long long)cap);
-    zf_err e = zfi_data_remote((char *)b + ZFI_HDR_SIZE, len, cap, loaned, release_handle,
+    if (len > cap || cap > room)
+        die("node host: a capsule of %llu bytes in a block of %llu (%zu mapped)",
+            (unsigned long long)len, (unsigned long long)cap, room);
+    zf_err e = zfi_data_remote((char *)b + ZFI_HDR_SIZE, len, cap, true, release_handle,
                                (void *)(uintptr_t)h, out);
     if (e != ZF_OK)
         return e;
     (*out)->ts = b->ts;
     (*out)->seq = b->seq;
+    return ZF_OK;
+}
+
+/* A capsule delivered on an input, built from its cell (length, stamp,
+ * sequence number) without reading the block's header: its line was last
+ * written on the runtime's core, and reading it would put a second line
+ * crossing before on_input. Its capacity is its length (received, it is
+ * read-only here: zf_data_mut copies). The length is checked against what
+ * is mapped after the header, so no cell makes node code read past it. */
+static zf_err wrap_input(uint64_t h, uint64_t len, uint64_t ts, uint64_t seq, zf_data **out)
+{
+    size_t room;
+    zf_data *b = block_of(h, false, &room);
+    if (len > room)
+        die("node host: a capsule of %llu bytes where %zu are mapped", (unsigned long long)len,
+            room);
+    zf_err e = zfi_data_remote((char *)b + ZFI_HDR_SIZE, len, len, false, release_handle,
+                               (void *)(uintptr_t)h, out);
+    if (e != ZF_OK)
+        return e;
+    (*out)->ts = ts;
+    (*out)->seq = seq;
     return ZF_OK;
 }
 
@@ -410,7 +436,7 @@ static zf_err host_alloc(size_t len, zf_data **out)
             release_handle((void *)(uintptr_t)h); /* another size: give it back */
             continue;
         }
-        zf_err e = wrap(h, len, true, out);
+        zf_err e = wrap_loan(h, len, out);
         if (e != ZF_OK)
             release_handle((void *)(uintptr_t)h);
         return e;
@@ -602,9 +628,9 @@ static void operator_loop(void)
         bool did = false;
         for (size_t k = 0; k < H.m.n_in; k++) {
             size_t i = (rr + k) % H.m.n_in;
-            uint64_t h, len;
+            uint64_t h, len, ts, seq;
             pthread_mutex_lock(&H.mu);
-            int got = zfi_ring_take(&H.m.in[i], &h, &len);
+            int got = zfi_ring_take_meta(&H.m.in[i], &h, &len, &ts, &seq);
             zfi_ring_load_lim(&H.m.in[i]); /* its low mark, below */
             pthread_mutex_unlock(&H.mu);
             if (got < 0)
@@ -615,15 +641,17 @@ static void operator_loop(void)
              * low mark waits (hysteresis: not a wake-up per cell; a wake-up
              * above the mark finds too little room and sleeps again, a
              * futex round trip per message). */
-            /* (the tail may lag one cell behind what was taken: 0 waiting) */
-            uint64_t waiting =
-                atomic_load_explicit(&H.m.in[i].s->tail, memory_order_relaxed) - H.m.in[i].pos;
-            if (atomic_load_explicit(&H.m.ctl->rt.room_wanted, memory_order_seq_cst) &&
-                (waiting <= zfi_ring_low(&H.m.in[i]) || waiting == UINT64_MAX))
-                zfi_evc_notify_shared(&H.m.ctl->to_rt);
+            /* (the tail may lag one cell behind what was taken: 0 waiting;
+             * read only when the runtime waits: its line is the runtime's) */
+            if (atomic_load_explicit(&H.m.ctl->rt.room_wanted, memory_order_seq_cst)) {
+                uint64_t waiting =
+                    atomic_load_explicit(&H.m.in[i].s->tail, memory_order_relaxed) - H.m.in[i].pos;
+                if (waiting <= zfi_ring_low(&H.m.in[i]) || waiting == UINT64_MAX)
+                    zfi_evc_notify_shared(&H.m.ctl->to_rt);
+            }
             catch_up();
             zf_data *d = NULL;
-            if (wrap(h, len, false, &d) != ZF_OK) {
+            if (wrap_input(h, len, ts, seq, &d) != ZF_OK) {
                 release_handle((void *)(uintptr_t)h);
                 continue;
             }

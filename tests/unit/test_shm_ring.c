@@ -163,7 +163,37 @@ ZT_CASE(an_impossible_head_or_tail_is_refused)
     close_views(&v);
 }
 
+/* An input cell carries the capsule's stamp and sequence number with its
+ * handle and length, across the mapping and over laps of the ring; a cell
+ * put without them reads 0. */
+ZT_CASE(an_input_cell_carries_stamp_and_sequence)
+{
+    two_views v;
+    if (!open_views(&v))
+        return;
+    zfi_ring *p = &v.prod.in[0], *c = &v.cons.in[0];
+    for (uint64_t i = 1; i <= 3ull * p->cap; i++) {
+        uint32_t room = 0;
+        ZT_CHECK(zfi_ring_room_lazy(p, &room) && room > 0);
+        zfi_ring_put_meta(p, i, i * 10, 1000000 + i, 7 * i);
+        uint64_t h = 0, len = 0, ts = 0, seq = 0;
+        ZT_EQ(zfi_ring_take_meta(c, &h, &len, &ts, &seq), 1);
+        ZT_EQ(h, i);
+        ZT_EQ(len, i * 10);
+        ZT_EQ(ts, 1000000 + i);
+        ZT_EQ(seq, 7 * i);
+    }
+    zfi_ring_put(p, 99, 64);
+    uint64_t h = 0, len = 0, ts = 1, seq = 1;
+    ZT_EQ(zfi_ring_take_meta(c, &h, &len, &ts, &seq), 1);
+    ZT_EQ(h, 99);
+    ZT_EQ(ts, 0);
+    ZT_EQ(seq, 0);
+    close_views(&v);
+}
+
 ZT_MAIN(ZT_ENTRY(a_ring_holds_at_most_its_published_limit),
         ZT_ENTRY(the_low_mark_is_where_the_producer_resumes),
         ZT_ENTRY(a_limit_the_ring_cannot_have_means_its_cells),
-        ZT_ENTRY(an_impossible_head_or_tail_is_refused))
+        ZT_ENTRY(an_impossible_head_or_tail_is_refused),
+        ZT_ENTRY(an_input_cell_carries_stamp_and_sequence))
