@@ -302,16 +302,18 @@ static inline int zfi_ring_take(zfi_ring *r, uint64_t *h, uint64_t *len)
     return zfi_ring_take_meta(r, h, len, &ts, &seq);
 }
 
-/* Whether a cell is waiting (a bad tail counts as waiting: the take says).
- * seq_cst: a waiter that announced itself then looks pairs with put. */
+/* Whether the next cell is published. The cell alone: a waiting side
+ * spins here, and reading the producer's tail too would make that line
+ * cross at every message (the producer's store of it then waits for the
+ * line to come back), for nothing: a producer that moves its tail without
+ * publishing a cell sends nothing (its tail is checked when a cell is
+ * taken, and when the producer's room is counted). seq_cst: a waiter that
+ * announced itself then looks pairs with put. */
 static inline bool zfi_ring_ready(const zfi_ring *r)
 {
     const zfi_cell *c = &r->cells[r->pos & (r->cap - 1)];
-    if ((atomic_load_explicit(&c->len, memory_order_seq_cst) & ZFI_CELL_TAG_MASK) ==
-        zfi_cell_tag(r, r->pos))
-        return true;
-    uint64_t tail = atomic_load_explicit(&r->s->tail, memory_order_acquire);
-    return tail != r->pos && tail != r->pos - 1; /* (lagging one cell: empty) */
+    return (atomic_load_explicit(&c->len, memory_order_seq_cst) & ZFI_CELL_TAG_MASK) ==
+           zfi_cell_tag(r, r->pos);
 }
 
 /* After a take: whether the ring had been full (held lim cells, its
