@@ -37,6 +37,8 @@ SERIES = [
     (("limit", "ring+header"),
      "the floor of a hop by handle: the same ring, the cell naming a header line"),
     (("hop", "zflow"), "zflow hop (in process, zero-copy)"),
+    (("hop", "zflow+header"),
+     "zflow hop and the capsule's first use (its header line read, as ring+header)"),
     (("copy", "memcpy"), "memcpy per hop (in process)"),
     (("hop", "tcp"), "TCP on 127.0.0.1 (two threads)"),
     (("ipc_hop", "uds"), "Unix domain socket (two processes)"),
@@ -69,7 +71,7 @@ DOC_CROSS_WORKER = (
     "[cluster.md](cluster.md#tests-and-figures).")
 SCENARIOS = [
     ("One hop, in process", [("limit", "ring"), ("limit", "ring+header"), ("hop", "zflow"),
-                             ("copy", "memcpy"),
+                             ("hop", "zflow+header"), ("copy", "memcpy"),
                              ("hop", "tcp")]),
     ("One hop, across processes",
      [("ipc_hop", "uds"), ("ipc_hop", "iceoryx"), ("hop_isolated", "zflow"),
@@ -223,8 +225,16 @@ def floor_note(med, runs, size, field):
         return ""
     r = statistics.median(reps)
     if field == "p50_ns":
+        used = per_rep_ratios(runs, ("hop", "zflow+header"), LIMIT, size, field)
+        used_floor = per_rep_ratios(runs, ("hop", "zflow+header"), FLOOR, size, field)
+        first_use = ""
+        if used and used_floor:
+            first_use = ("; with the capsule's first use (its header line read: "
+                         "`hop` zflow+header) %s, %.2fx the limit and %.2fx that floor" % (
+                             human_ns(get(med, ("hop", "zflow+header"), size, field)),
+                             statistics.median(used), statistics.median(used_floor)))
         return ("; the floor of a hop by handle (a cell, then the header line it names: "
-                "`limit` ring+header) %s, zflow %.2fx it" % (human_ns(f), r))
+                "`limit` ring+header) %s, zflow %.2fx it%s" % (human_ns(f), r, first_use))
     return ("; the floor of a hop by handle streams %s msg/s, zflow %.0f%% of it" %
             (human_rate(f), 100 * r))
 
@@ -472,7 +482,8 @@ DOC_PEERS = """\
 |---|---|---|
 | `limit` | ring | `zf-bench limit`: the machine's limit for one hop, measured by `hop`'s rules: a raw single-producer ring of 8-byte cells (a word written, a word taken, nothing else) between the same two pinned threads; what crosses is the sender's timestamp itself, so its latency is one cache line crossing cores. Every zflow figure is also given as a ratio to it, from the same repetition |
 | `limit` | ring+header | `zf-bench limit`, second series: the floor of a hop that names its message instead of carrying it, as a zflow link does (a handle in the cell, the capsule's header on a line of its own): the producer writes the timestamp into one of 512 line-sized headers, taken in turn, and its index into the cell; the consumer reads the cell, then the header. Two lines cross, the second only once the first has arrived |
-| `hop` | zflow | `zf-bench hop`: two threads, one zflow link (a lock-free ring of 8-byte capsule handles), capsules from the shared-memory pool through per-thread magazines: a handle moves, no byte is copied |
+| `hop` | zflow | `zf-bench hop`: two threads, one zflow link (a lock-free ring of 8-byte capsule handles), capsules from the shared-memory pool through per-thread magazines: a handle moves, no byte is copied. The clock is read when `zf_link_pop` returns the capsule; the take reads nothing of it (its length is in the cell) |
+| `hop` | zflow+header | the same messages, the clock read again after the consumer has read the capsule's stamp from its header: the hop and the capsule's first use, two lines in a row as in `limit` ring+header (plus the first clock read, ~20 ns) |
 | `copy` | memcpy | `zf-bench copy`: the same hop, but the sender copies the payload into a fresh capsule (the deep-copy hop zero-copy replaces) |
 | `hop` | tcp | `zfpeer-sock tcp`: two threads, a TCP connection on 127.0.0.1 (`TCP_NODELAY`), a 16-byte header (length, timestamp) and the payload in one `writev`; the receiver reads the whole message |
 | `ipc_hop` | uds | `zfpeer-sock uds`: the same over a Unix domain stream socket between two processes |

@@ -38,6 +38,12 @@
 #define ZFI_PROC_LOAN_CAP  16u   /* loan ring */
 #define ZFI_PROC_MAX_PORTS 64u
 
+/* The layout of this memory (cells, lines, control block): the runtime
+ * sends its own in the node's description, and a node host built with
+ * another refuses to start (an installed zf-node-host from another build
+ * would misread every ring). Bumped whenever the layout changes. */
+#define ZFI_SHM_LAYOUT 2u
+
 /* An output cell's len: bits 0-47 the length; KEEP: the child keeps its
  * reference (it still holds the capsule), so the runtime sends a new one. */
 #define ZFI_CELL_LEN_MASK ((1ull << 48) - 1)
@@ -306,9 +312,10 @@ static inline int zfi_ring_take(zfi_ring *r, uint64_t *h, uint64_t *len)
  * spins here, and reading the producer's tail too would make that line
  * cross at every message (the producer's store of it then waits for the
  * line to come back), for nothing: a producer that moves its tail without
- * publishing a cell sends nothing (its tail is checked when a cell is
- * taken, and when the producer's room is counted). seq_cst: a waiter that
- * announced itself then looks pairs with put. */
+ * publishing a cell sends nothing (a take asked for an unpublished cell
+ * checks the tail, and refuses one no ring can have). seq_cst: a waiter
+ * that announced itself then looks pairs with put (its seq_cst store of
+ * the cell). */
 static inline bool zfi_ring_ready(const zfi_ring *r)
 {
     const zfi_cell *c = &r->cells[r->pos & (r->cap - 1)];

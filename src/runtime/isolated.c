@@ -586,6 +586,7 @@ static char *spec_text(zf_node *n)
     const zfi_node *nd = n->desc;
     zfi_buf b;
     zfi_buf_init(&b);
+    zfi_buf_printf(&b, "layout\t%u\n", ZFI_SHM_LAYOUT);
     zfi_buf_printf(&b, "id\t%s\nkind\t%d\nlibrary\t%s\npython\t%s\nfile\t%s\nline\t%u\ncol\t%u\n",
                    nd->id, (int)nd->kind, nd->library ? nd->library : "",
                    nd->python ? nd->python : "", nd->file ? nd->file : n->inst->flow->file,
@@ -1118,7 +1119,7 @@ static void iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key)
             v[nv++] = (zfi_futex_vec){seq, atomic_load_explicit(seq, memory_order_acquire), true};
             atomic_fetch_add(&iso->sleepers, 1);
             atomic_store_explicit(&iso->m.ctl->rt.bell_wanted, 1, memory_order_seq_cst);
-            /* store-load (the child: tail, then bell_wanted): the rings'
+            /* store-load (the child: its cell, then bell_wanted): the rings'
              * acquire loads below need a full fence on weaker CPUs */
             atomic_thread_fence(memory_order_seq_cst);
             reg[nr++] = iso;

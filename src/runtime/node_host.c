@@ -837,6 +837,7 @@ static void parse_spec(char *text)
 {
     zfi_node *nd = &H.nd;
     memset(nd, 0, sizeof *nd);
+    unsigned layout = 0;
     for (char *p = text; *p;) {
         char *key = p;
         char *v = field(&p);
@@ -844,7 +845,9 @@ static void parse_spec(char *text)
             die("node host: malformed node description");
         size_t kl = (size_t)(strchr(key, '\t') - key);
 #define IS(k) (kl == sizeof(k) - 1 && memcmp(key, k, kl) == 0)
-        if (IS("id"))
+        if (IS("layout"))
+            layout = (unsigned)atoi(v);
+        else if (IS("id"))
             nd->id = zfi_strdup(v);
         else if (IS("kind"))
             nd->kind = (zf_node_kind)atoi(v);
@@ -894,6 +897,11 @@ static void parse_spec(char *text)
         }
 #undef IS
     }
+    if (layout != ZFI_SHM_LAYOUT)
+        die("node host: the runtime's shared memory has layout %u, this zf-node-host reads "
+            "layout %u: it is from another zflow build (install the runtime and its node host "
+            "together)",
+            layout, ZFI_SHM_LAYOUT);
     if (!nd->id || (!nd->library && !nd->python))
         die("node host: the node description lacks its id or its code");
     if (!nd->config)
