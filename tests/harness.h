@@ -4,7 +4,8 @@
  *   ZT_CASE(name) { ZT_CHECK(x == 1); ZT_EQ(a, b); }
  *   ZT_MAIN(ZT_ENTRY(name), ...)
  *
- * `prog CASE` runs one case. The last line is "N passed, M failed". */
+ * `prog CASE` runs one case, `prog --skip CASE...` all but those (each
+ * --skip names one). The last line is "N passed, M failed". */
 #ifndef ZT_HARNESS_H
 #define ZT_HARNESS_H
 
