@@ -42,7 +42,7 @@
  * sends its own in the node's description, and a node host built with
  * another refuses to start (an installed zf-node-host from another build
  * would misread every ring). Bumped whenever the layout changes. */
-#define ZFI_SHM_LAYOUT 2u
+#define ZFI_SHM_LAYOUT 3u
 
 /* An output cell's len: bits 0-47 the length; KEEP: the child keeps its
  * reference (it still holds the capsule), so the runtime sends a new one. */
@@ -54,7 +54,8 @@ enum {
     ZFI_RT_STARTED = 1, /* the instance started: sources may produce */
     ZFI_RT_STOP = 2,    /* sources: stop producing; then acknowledge */
     ZFI_RT_EOS = 4,     /* every input saw end of stream: acknowledge when drained */
-    ZFI_RT_BELL = 8     /* idle workers take the outputs: ring to_workers, not to_rt */
+    ZFI_RT_BELL = 8,    /* idle workers take the outputs: ring to_workers, not to_rt */
+    ZFI_RT_LIVE = 16    /* (BELL, up) they take the completions too: ring them for those */
 };
 
 typedef struct zfi_cell {
@@ -82,10 +83,14 @@ typedef struct zfi_sring {
 
 typedef struct zfi_shm_ctl {
     struct {
-        /* written by the runtime only */
+        /* written by the runtime only; flags and msgs, which the child
+         * looks at while it waits for input, on a line of their own: the
+         * words below change as workers sleep and wake, and each change
+         * would be a line the waiting child misses */
         _Alignas(ZFI_CACHELINE) _Atomic uint32_t flags;
-        _Atomic uint32_t msgs;        /* control messages sent on the socket */
-        _Atomic uint32_t room_wanted; /* notify to_rt when an input cell frees */
+        _Atomic uint32_t msgs; /* control messages sent */
+        _Alignas(ZFI_CACHELINE) _Atomic uint32_t
+            room_wanted;              /* notify to_rt when an input cell frees */
         _Atomic uint32_t bell_wanted; /* a worker sleeps on to_workers: wake it */
         _Atomic int32_t waker_cpu;    /* 1 + the CPU that last woke the child (0: none) */
     } rt;

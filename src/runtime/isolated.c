@@ -108,14 +108,16 @@ struct zfi_iso {
     zf_port_decl *in_ports, *out_ports;
     /* Outputs taken by idle workers (iso_poll): the slot's lock guards
      * the output rings' consumer side and the fields below. */
-    int slot;                  /* in the runtime's table; -1: none (the proxy takes them) */
-    atomic_bool out_live;      /* up, ZFI_RT_BELL set: the workers take the outputs (go_live) */
-    zf_data *held;             /* taken, but its link had no room: the proxy sends it */
-    unsigned held_port;        /* ... on this output */
-    atomic_bool backlog;       /* a link was full: the proxy takes the outputs until drained */
-    atomic_uint sleepers;      /* workers asleep on to_workers (zfi_iso_free waits for none) */
-    atomic_bool comps_waiting; /* completions wait for outputs taken first (drain_comps) */
-    uint32_t incarnations;     /* (proxy thread) */
+    int slot;                   /* in the runtime's table; -1: none (the proxy takes them) */
+    atomic_bool out_live;       /* up, ZFI_RT_BELL set: the workers take the outputs (go_live) */
+    zf_data *held;              /* taken, but its link had no room: the proxy sends it */
+    unsigned held_port;         /* ... on this output */
+    atomic_bool backlog;        /* a link was full: the proxy takes the outputs until drained */
+    atomic_uint sleepers;       /* workers asleep on to_workers (zfi_iso_free waits for none) */
+    atomic_bool comps_waiting;  /* completions wait for outputs taken first (take_comps) */
+    _Atomic uint64_t comps_pos; /* the completion ring's head, for the watchdog (take_comps) */
+    uint64_t watch_tail;        /* its tail at the watchdog's last tick (zfi_iso_watch) */
+    uint32_t incarnations;      /* (proxy thread) */
     /* Child wake-ups decided under mu, not yet made (bury waits for none
      * before the unmapping); | WAKES_WAITED. */
     _Atomic uint32_t wakes_out;
@@ -127,6 +129,7 @@ struct zfi_iso {
 /* The isolated nodes of a runtime whose outputs idle workers take. */
 #define ISO_SLOTS  64u
 #define POLL_BATCH 32u /* cells a worker takes per output per poll */
+#define RECLAIM_AT 8u  /* capsules in a ledger past which an input's worker takes completions */
 
 typedef struct iso_slot {
     _Alignas(ZFI_CACHELINE) zfi_lock lock; /* a worker or the proxy thread (spin, then futex) */
@@ -374,6 +377,8 @@ static bool ensure_mapped(zfi_iso *iso, zf_data *d, zfi_handle h)
 
 /* ---- the worker's side: the proxy node ---- */
 
+static bool take_comps(zfi_iso *iso, bool dead);
+
 static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **dp)
 {
     zfi_iso *iso = state;
@@ -400,6 +405,7 @@ static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **d
     uint32_t room = 0;
     bool ok = false;
     _Atomic uint32_t *wake = NULL;
+    bool reclaim = false;
     zfi_ring *r = &iso->m.in[port];
     if (iso->phase != PH_UP || !iso->alive) {
         pthread_mutex_unlock(&iso->mu);
@@ -431,8 +437,20 @@ static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **d
             atomic_fetch_add_explicit(&iso->wakes_out, 1, memory_order_relaxed);
         }
         ok = true;
+        /* Capsules pile up in its ledger: its completions wait (no worker
+         * idles to take them), taken below, after the child has this one. */
+        reclaim = iso->ledger.used > RECLAIM_AT;
     }
     pthread_mutex_unlock(&iso->mu);
+    if (reclaim) {
+        iso_slot *s = slot_of(iso);
+        if (s && slot_trylock(s)) {
+            if (atomic_load_explicit(&iso->out_live, memory_order_relaxed) && !iso->held &&
+                !atomic_load_explicit(&iso->backlog, memory_order_relaxed))
+                take_comps(iso, false);
+            slot_unlock(s);
+        }
+    }
     if (wake) {
         zfi_futex_wake(wake, INT_MAX, true);
         if (atomic_fetch_sub_explicit(&iso->wakes_out, 1, memory_order_release) ==
@@ -642,6 +660,8 @@ static zf_err incarnate(zfi_iso *iso)
     pthread_mutex_lock(&iso->mu);
     iso->m = m;
     iso->have_shm = true;
+    atomic_store_explicit(&iso->comps_pos, 0, memory_order_relaxed);
+    iso->watch_tail = 0;
     iso->child = c;
     iso->alive = true;
     iso->phase = PH_LOADING;
@@ -715,6 +735,7 @@ static void go_live(zfi_iso *iso)
         return;
     out_lock(iso);
     atomic_store(&iso->out_live, true);
+    atomic_fetch_or(&iso->m.ctl->rt.flags, ZFI_RT_LIVE);
     out_unlock(iso);
     zfi_evc_notify(&iso->n->inst->rt->q_evc);
 }
@@ -905,14 +926,21 @@ static void forward(zfi_iso *iso, unsigned o, zf_data *d, published *later)
     ZF_IGNORE(zf_send(iso->n, o, &d));
 }
 
-/* Whether a cell waits in an output ring (proxy thread; the consumer's
- * positions are the lock holder's). */
-static bool outputs_waiting(zfi_iso *iso)
+/* Whether a cell waits in an output ring (the slot's lock held, or no
+ * slot: the consumer's positions are the lock holder's). */
+static bool outputs_ready(zfi_iso *iso)
 {
-    out_lock(iso);
     bool any = iso->held != NULL;
     for (size_t o = 0; o < iso->m.n_out && !any; o++)
         any = zfi_ring_ready(&iso->m.out[o]);
+    return any;
+}
+
+/* The same, from the proxy thread. */
+static bool outputs_waiting(zfi_iso *iso)
+{
+    out_lock(iso);
+    bool any = outputs_ready(iso);
     out_unlock(iso);
     return any;
 }
@@ -962,34 +990,41 @@ static bool drain_outputs(zfi_iso *iso, published *later)
     }
 }
 
-/* Completions (proxy thread). */
-static bool drain_comps(zfi_iso *iso, bool dead)
+/* Completions: each releases the reference the ledger held for the child
+ * (the slot's lock held, or no slot, or `dead` and the caller holds it).
+ * Whoever takes the outputs takes these: idle workers after their outputs
+ * (poll_one), so the ledger, the runtime's lock and the freed blocks stay
+ * on the workers' lines and the proxy thread is off the path of every
+ * message; the proxy thread when it takes the outputs itself, when the
+ * ring fills up, and at the watchdog's tick (zfi_iso_watch).
+ *
+ * A completion may release a capsule the child sent just before with KEEP:
+ * its output cell must be taken first (it re-records the reference). The
+ * child publishes the output before the completion, so: the completions
+ * published when every output ring was then seen empty, and no more
+ * (while outputs wait, the one that takes them takes these after:
+ * comps_waiting). Dead: its outputs were taken. */
+static bool take_comps(zfi_iso *iso, bool dead)
 {
     bool did = false;
-    /* A completion may release a capsule the child sent just before with
-     * KEEP: its output cell must be taken first (it re-records the
-     * reference). The child publishes the output before the completion,
-     * so: the completions published when every output ring was then seen
-     * empty, and no more (while outputs wait, the worker that takes them
-     * wakes this thread: comps_waiting). Dead: its outputs were taken. */
     uint64_t upto = atomic_load_explicit(&iso->m.comp.s->tail, memory_order_seq_cst);
-    atomic_store(&iso->comps_waiting, false);
-    if (!dead && upto != iso->m.comp.pos && outputs_waiting(iso)) {
+    if (upto == iso->m.comp.pos)
+        return false;
+    if (!dead && outputs_ready(iso)) {
         atomic_store(&iso->comps_waiting, true);
-        if (!outputs_waiting(iso)) /* taken meanwhile (its taker may have missed the flag) */
-            atomic_store(&iso->comps_waiting, false);
-        else
-            return false;
+        return false;
     }
+    if (atomic_load_explicit(&iso->comps_waiting, memory_order_relaxed))
+        atomic_store(&iso->comps_waiting, false);
     while (iso->m.comp.pos != upto) {
         uint64_t h = 0, len = 0;
         int k = zfi_ring_take(&iso->m.comp, &h, &len);
         if (k < 0) {
             kill_child(iso, "it wrote an impossible tail into its completion ring");
-            return did;
+            break;
         }
         if (!k)
-            return did;
+            break;
         did = true;
         freed_cell(iso, &iso->m.comp);
         pthread_mutex_lock(&iso->mu);
@@ -998,10 +1033,22 @@ static bool drain_comps(zfi_iso *iso, bool dead)
         if (!d) {
             kill_child(iso, "it released handle %#llx, which it does not hold",
                        (unsigned long long)h);
-            return did;
+            break;
         }
         zf_data_unref(d);
     }
+    atomic_store_explicit(&iso->comps_pos, iso->m.comp.pos, memory_order_relaxed);
+    return did;
+}
+
+/* Completions (proxy thread). */
+static bool drain_comps(zfi_iso *iso, bool dead)
+{
+    if (dead)
+        return take_comps(iso, true);
+    out_lock(iso);
+    bool did = take_comps(iso, false);
+    out_unlock(iso);
     return did;
 }
 
@@ -1059,17 +1106,6 @@ static bool poll_one(zfi_iso *iso)
     return did;
 }
 
-/* After a worker took outputs (slot's lock held): completions that waited
- * for them may go now. */
-static void comps_go(zfi_iso *iso)
-{
-    if (atomic_load(&iso->comps_waiting)) {
-        atomic_store(&iso->comps_waiting, false);
-        atomic_store(&iso->wake, true);
-        zfi_evc_kick_shared(&iso->m.ctl->to_rt);
-    }
-}
-
 static bool iso_poll(zf_runtime *rt)
 {
     struct zfi_iso_table *t = atomic_load_explicit(&rt->isos, memory_order_acquire);
@@ -1082,9 +1118,11 @@ static bool iso_poll(zf_runtime *rt)
         if (!atomic_load_explicit(&s->iso, memory_order_relaxed) || !slot_trylock(s))
             continue;
         zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_acquire);
-        if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed) && poll_one(iso)) {
-            comps_go(iso);
-            did = true;
+        if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed)) {
+            did |= poll_one(iso);
+            /* (a backlog leaves them to the proxy thread, after its outputs) */
+            if (!iso->held && !atomic_load_explicit(&iso->backlog, memory_order_relaxed))
+                did |= take_comps(iso, false);
         }
         slot_unlock(s);
     }
@@ -1125,9 +1163,11 @@ static void iso_idle_wait(zf_runtime *rt, zfi_evc *q, uint32_t key)
             reg[nr++] = iso;
             /* (Registered even during a backlog: once the proxy thread
              * drained it, the next output rings us.) */
-            for (size_t o = 0;
-                 o < iso->m.n_out && !work && !iso->held && !atomic_load(&iso->backlog); o++)
-                work = zfi_ring_ready(&iso->m.out[o]);
+            if (!iso->held && !atomic_load(&iso->backlog)) {
+                work = outputs_ready(iso) ||
+                       atomic_load_explicit(&iso->m.comp.s->tail, memory_order_acquire) !=
+                           iso->m.comp.pos;
+            }
         }
         slot_unlock(s);
     }
@@ -1265,12 +1305,17 @@ static bool ready(zfi_iso *iso, bool syscalls)
 {
     if (atomic_load(&iso->dead) || atomic_load(&iso->wake))
         return true;
-    if (proxy_takes_outputs(iso) && outputs_waiting(iso))
+    bool proxy_takes = proxy_takes_outputs(iso);
+    if (proxy_takes && outputs_waiting(iso))
         return true;
-    /* by the tail, as drain_comps takes: a tagged cell past a tail the
-     * child did not move would make this loop spin without taking */
-    if (atomic_load_explicit(&iso->m.comp.s->tail, memory_order_acquire) != iso->m.comp.pos &&
-        !atomic_load(&iso->comps_waiting))
+    /* Completions: when it takes the outputs, or half the ring waits (the
+     * workers are busy elsewhere). By the tail, as take_comps takes: a
+     * tagged cell past a tail the child did not move would make this loop
+     * spin without taking. (comps_pos: the head, from whoever took last.) */
+    uint64_t comp_tail = atomic_load_explicit(&iso->m.comp.s->tail, memory_order_acquire);
+    uint64_t comp_head = atomic_load_explicit(&iso->comps_pos, memory_order_relaxed);
+    if (comp_tail != comp_head && !atomic_load(&iso->comps_waiting) &&
+        (proxy_takes || comp_tail - comp_head >= ZFI_PROC_COMP_CAP / 2))
         return true;
     uint64_t want = atomic_load_explicit(&iso->m.ctl->child.loan_want, memory_order_seq_cst);
     if (want) {
@@ -1891,6 +1936,15 @@ void zfi_iso_watch(zf_node *n, uint64_t now)
         if ((since && now > since && now - since > (uint64_t)limit && !iso->hung) ||
             (!since && iso->hung))
             zfi_evc_kick_shared(&iso->m.ctl->to_rt);
+        /* Completions waiting since the last tick (the workers busy
+         * elsewhere, the ring not half full): the proxy thread takes them. */
+        uint64_t tail = atomic_load_explicit(&iso->m.comp.s->tail, memory_order_acquire);
+        if (tail != atomic_load_explicit(&iso->comps_pos, memory_order_relaxed) &&
+            tail == iso->watch_tail) {
+            atomic_store(&iso->wake, true);
+            zfi_evc_kick_shared(&iso->m.ctl->to_rt);
+        }
+        iso->watch_tail = tail;
     }
     pthread_mutex_unlock(&iso->mu);
 }

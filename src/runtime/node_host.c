@@ -184,17 +184,22 @@ static void catch_up(void)
     /* A message may be read before the runtime has counted it (it counts
      * after sending): seen may be ahead of the count, never behind it for
      * long. */
-    pthread_mutex_lock(&seg_mu);
     uint32_t want = atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_acquire);
+    if (want == atomic_load_explicit(&H.msgs_seen, memory_order_acquire))
+        return; /* (at every input: no lock when nothing came) */
+    pthread_mutex_lock(&seg_mu);
+    want = atomic_load_explicit(&H.m.ctl->rt.msgs, memory_order_acquire);
     while ((int32_t)(want - atomic_load_explicit(&H.msgs_seen, memory_order_relaxed)) > 0) {
         zfi_msg msg;
         bool closed = false;
         int k = zfi_msg_recv(H.sock, &msg, true, &closed);
         if (k <= 0)
             _exit(closed ? 0 : 71); /* the runtime is gone */
-        atomic_fetch_add_explicit(&H.msgs_seen, 1, memory_order_relaxed);
         handle(&msg);
         zfi_msg_free(&msg);
+        /* (counted once handled: a thread that finds the count caught up
+         * without the lock finds the segments it announced mapped) */
+        atomic_fetch_add_explicit(&H.msgs_seen, 1, memory_order_release);
     }
     pthread_mutex_unlock(&seg_mu);
 }
@@ -351,12 +356,77 @@ static void push(zfi_ring *r, uint64_t h, uint64_t len)
 
 /* ---- capsules ---- */
 
+/* An input waits (the child has work: it does not linger). The input
+ * rings' private positions are the main thread's (it takes under mu): a
+ * node's own thread sending reads them under mu. */
+static bool input_waiting(void)
+{
+    bool mine = pthread_equal(pthread_self(), H.main_thread);
+    bool any = false;
+    if (!mine)
+        pthread_mutex_lock(&H.mu);
+    for (size_t i = 0; i < H.m.n_in && !any; i++)
+        any = zfi_ring_ready(&H.m.in[i]);
+    if (!mine)
+        pthread_mutex_unlock(&H.mu);
+    return any;
+}
+
+/* Whether a worker still spinning takes the cell at `pos` - 1 within
+ * BELL_GRACE_NS: a worker sleeps (bell_wanted), but another may be looking
+ * at the ring (lockstep: the one that wrote the input). Waking the sleeper
+ * too would cost a system call here and a thread competing for the CPUs
+ * (2 vCPUs: the child, the looking worker, the woken one) for a cell
+ * already taken. Only while the child has nothing else to do: a lone cell
+ * (a burst rings at once) and no input waiting (throughput: it rings and
+ * goes on, as before). */
+#define BELL_GRACE_NS 2000u
+static bool taken_soon(zfi_ring *r, uint64_t pos)
+{
+    uint64_t t0 = 0;
+    for (unsigned i = 1;; i++) {
+        uint64_t head = atomic_load_explicit(&r->s->head, memory_order_acquire);
+        if (head - pos < (1ull << 63))
+            return true; /* head >= pos (a scribbled head only rings or not: harmless) */
+        if (head + 1 != pos || input_waiting())
+            return false; /* not a lone cell, or work waits: ring now */
+        if ((i & 15) == 0) {
+            uint64_t now = zf_clock_ns();
+            if (!t0)
+                t0 = now;
+            else if (now - t0 > BELL_GRACE_NS)
+                return false;
+        }
+        zfi_cpu_relax();
+    }
+}
+
+/* After a cell at `mine` - 1 of r (an output or a completion; H.mu not
+ * held): ring whoever takes it. Idle workers take the outputs (BELL) and,
+ * once the node is up, its completions (LIVE): a sleeping one is rung,
+ * unless a spinning one takes the cell soon; the proxy thread then sleeps
+ * on. Otherwise the proxy thread. */
+static void ring_runtime(zfi_ring *r, uint64_t mine, uint32_t workers_take)
+{
+    if ((atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_relaxed) & workers_take) ==
+        workers_take) {
+        /* (the tail's seq_cst store, then this seq_cst load: a worker that
+         * announced itself before it checked the ring is seen) */
+        if (atomic_load_explicit(&H.m.ctl->rt.bell_wanted, memory_order_seq_cst) &&
+            !taken_soon(r, mine))
+            zfi_evc_kick_shared(&H.m.ctl->to_workers);
+    } else {
+        zfi_evc_notify_shared(&H.m.ctl->to_rt);
+    }
+}
+
 static void release_handle(void *arg)
 {
     pthread_mutex_lock(&H.mu);
     push(&H.m.comp, (uint64_t)(uintptr_t)arg, 0);
+    uint64_t mine = H.m.comp.pos;
     pthread_mutex_unlock(&H.mu);
-    zfi_evc_notify_shared(&H.m.ctl->to_rt);
+    ring_runtime(&H.m.comp, mine, ZFI_RT_BELL | ZFI_RT_LIVE);
 }
 
 /* A block loaned to this process (writable while unique). */
@@ -451,51 +521,6 @@ zf_err zfi_host_alloc(zf_node *n, size_t len, zf_data **out)
     return e;
 }
 
-/* An input waits (the child has work: it does not linger). The input
- * rings' private positions are the main thread's (it takes under mu): a
- * node's own thread sending reads them under mu. */
-static bool input_waiting(void)
-{
-    bool mine = pthread_equal(pthread_self(), H.main_thread);
-    bool any = false;
-    if (!mine)
-        pthread_mutex_lock(&H.mu);
-    for (size_t i = 0; i < H.m.n_in && !any; i++)
-        any = zfi_ring_ready(&H.m.in[i]);
-    if (!mine)
-        pthread_mutex_unlock(&H.mu);
-    return any;
-}
-
-/* Whether a worker still spinning takes the cell at `pos` - 1 within
- * BELL_GRACE_NS: a worker sleeps (bell_wanted), but another may be looking
- * at the ring (lockstep: the one that wrote the input). Waking the sleeper
- * too would cost a system call here and a thread competing for the CPUs
- * (2 vCPUs: the child, the looking worker, the woken one) for a cell
- * already taken. Only while the child has nothing else to do: a lone cell
- * (a burst rings at once) and no input waiting (throughput: it rings and
- * goes on, as before). */
-#define BELL_GRACE_NS 2000u
-static bool taken_soon(zfi_ring *r, uint64_t pos)
-{
-    uint64_t t0 = 0;
-    for (unsigned i = 1;; i++) {
-        uint64_t head = atomic_load_explicit(&r->s->head, memory_order_acquire);
-        if (head - pos < (1ull << 63))
-            return true; /* head >= pos (a scribbled head only rings or not: harmless) */
-        if (head + 1 != pos || input_waiting())
-            return false; /* not a lone cell, or work waits: ring now */
-        if ((i & 15) == 0) {
-            uint64_t now = zf_clock_ns();
-            if (!t0)
-                t0 = now;
-            else if (now - t0 > BELL_GRACE_NS)
-                return false;
-        }
-        zfi_cpu_relax();
-    }
-}
-
 zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only, int64_t timeout_ns)
 {
     if (!d || !*d)
@@ -556,15 +581,7 @@ zf_err zfi_host_send(zf_node *n, unsigned port, zf_data **d, bool try_only, int6
         return zfi_error(pe, "zf_send: output %u of '%s' full for %lld ms; capsule dropped", port,
                          n->desc->id, (long long)(timeout_ns / 1000000));
     }
-    /* Idle workers of the runtime take it (the proxy thread then sleeps on) */
-    if (atomic_load_explicit(&H.m.ctl->rt.flags, memory_order_relaxed) & ZFI_RT_BELL) {
-        /* (the tail's seq_cst store, then this seq_cst load: a worker that
-         * announced itself before it checked the ring is seen) */
-        if (atomic_load_explicit(&H.m.ctl->rt.bell_wanted, memory_order_seq_cst) &&
-            !taken_soon(r, mine))
-            zfi_evc_kick_shared(&H.m.ctl->to_workers);
-    } else
-        zfi_evc_notify_shared(&H.m.ctl->to_rt);
+    ring_runtime(r, mine, ZFI_RT_BELL);
     atomic_fetch_add_explicit(&n->sent, 1, memory_order_relaxed);
     if (keep)
         zf_data_unref(c); /* a local reference; the runtime took its own */
@@ -629,9 +646,15 @@ static void operator_loop(void)
         for (size_t k = 0; k < H.m.n_in; k++) {
             size_t i = (rr + k) % H.m.n_in;
             uint64_t h, len, ts, seq;
+            /* Only a published cell is taken: a take of an unpublished one
+             * reads the ring's tail to tell empty from inconsistent, and
+             * that line is the runtime's, which stores the tail at every
+             * put (a line pulled here at every look is one its next put
+             * waits for). */
+            if (!zfi_ring_ready(&H.m.in[i]))
+                continue;
             pthread_mutex_lock(&H.mu);
             int got = zfi_ring_take_meta(&H.m.in[i], &h, &len, &ts, &seq);
-            zfi_ring_load_lim(&H.m.in[i]); /* its low mark, below */
             pthread_mutex_unlock(&H.mu);
             if (got < 0)
                 die("node host: input ring %zu's tail is inconsistent", i);
@@ -644,6 +667,9 @@ static void operator_loop(void)
             /* (the tail may lag one cell behind what was taken: 0 waiting;
              * read only when the runtime waits: its line is the runtime's) */
             if (atomic_load_explicit(&H.m.ctl->rt.room_wanted, memory_order_seq_cst)) {
+                pthread_mutex_lock(&H.mu);
+                zfi_ring_load_lim(&H.m.in[i]); /* its low mark (on the tail's line too) */
+                pthread_mutex_unlock(&H.mu);
                 uint64_t waiting =
                     atomic_load_explicit(&H.m.in[i].s->tail, memory_order_relaxed) - H.m.in[i].pos;
                 if (waiting <= zfi_ring_low(&H.m.in[i]) || waiting == UINT64_MAX)
