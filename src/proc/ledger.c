@@ -50,6 +50,12 @@ static bool rehash(zfi_ledger *l, size_t cap)
     return true;
 }
 
+bool zfi_ledger_reserve(zfi_ledger *l)
+{
+    return (l->used + l->tombs + 1) * 2 <= l->cap ||
+           rehash(l, l->cap ? (l->used * 4 > l->cap ? l->cap * 2 : l->cap) : 64);
+}
+
 bool zfi_ledger_add(zfi_ledger *l, uint64_t h, void *d)
 {
     zfi_ledger_ent *e = find(l, h);
@@ -58,8 +64,7 @@ bool zfi_ledger_add(zfi_ledger *l, uint64_t h, void *d)
         l->refs++;
         return true;
     }
-    if ((l->used + l->tombs + 1) * 2 > l->cap &&
-        !rehash(l, l->cap ? (l->used * 4 > l->cap ? l->cap * 2 : l->cap) : 64))
+    if (!zfi_ledger_reserve(l))
         return false;
     size_t i = slot_of(h, l->cap);
     while (l->tab[i].h && l->tab[i].h != TOMB)

@@ -25,6 +25,9 @@ typedef struct zfi_ledger {
 
 /* One more reference for handle h (capsule d). false: out of memory. */
 bool zfi_ledger_add(zfi_ledger *l, uint64_t h, void *d);
+/* Room for one more entry, so that the next zfi_ledger_add cannot fail.
+ * false: out of memory. */
+bool zfi_ledger_reserve(zfi_ledger *l);
 /* One reference less: the capsule (whose reference the caller now holds),
  * or NULL if the ledger holds none for h. */
 void *zfi_ledger_take(zfi_ledger *l, uint64_t h);

@@ -278,7 +278,11 @@ static inline void zfi_ring_put(zfi_ring *r, uint64_t h, uint64_t len)
 
 /* Take the next cell: 1 taken, 0 empty, -1 the producer's tail is not a
  * tail this ring can have (past a full ring ahead, or behind), or says
- * published what the cell does not. */
+ * published what the cell does not. The head is stored with release
+ * order, not seq_cst: a locked store would wait here for the head's line,
+ * which the producer reads now and then, before the consumer can use the
+ * cell. A consumer that then looks whether the producer waits for room
+ * (a flag, a cell) fences first: zfi_ring_was_full does. */
 static inline int zfi_ring_take_meta(zfi_ring *r, uint64_t *h, uint64_t *len, uint64_t *ts,
                                      uint64_t *seq)
 {
@@ -303,7 +307,7 @@ static inline int zfi_ring_take_meta(zfi_ring *r, uint64_t *h, uint64_t *len, ui
     *ts = atomic_load_explicit(&c->ts, memory_order_relaxed);
     *seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
     r->pos++;
-    atomic_store_explicit(&r->s->head, r->pos, memory_order_seq_cst);
+    atomic_store_explicit(&r->s->head, r->pos, memory_order_release);
     return 1;
 }
 
@@ -331,11 +335,12 @@ static inline bool zfi_ring_ready(const zfi_ring *r)
 /* After a take: whether the ring had been full (held lim cells, its
  * producer's limit, at most cap) just before it (its producer may wait for
  * room). The cell lim - 1 after the one taken is the last of a full ring:
- * published? (seq_cst, after the take's seq_cst store of head: a producer
- * that saw no room had published it.) */
+ * published? (A full fence after the take's store of head, then a seq_cst
+ * load: a producer that saw no room had published it.) */
 static inline bool zfi_ring_was_full(const zfi_ring *r, uint32_t lim)
 {
-    uint64_t last = r->pos - 2 + lim; /* the last cell of a full ring, before the take */
+    atomic_thread_fence(memory_order_seq_cst); /* (the take's store of head, then this load) */
+    uint64_t last = r->pos - 2 + lim;          /* the last cell of a full ring, before the take */
     const zfi_cell *c = &r->cells[last & (r->cap - 1)];
     return (atomic_load_explicit(&c->len, memory_order_seq_cst) & ZFI_CELL_TAG_MASK) ==
            zfi_cell_tag(r, last);

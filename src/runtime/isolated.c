@@ -117,7 +117,11 @@ struct zfi_iso {
     atomic_bool comps_waiting;  /* completions wait for outputs taken first (take_comps) */
     _Atomic uint64_t comps_pos; /* the completion ring's head, for the watchdog (take_comps) */
     uint64_t watch_tail;        /* its tail at the watchdog's last tick (zfi_iso_watch) */
-    uint32_t incarnations;      /* (proxy thread) */
+    /* Puts every input ring has room for, as the last put saw it (a lower
+     * bound: only the node's runner puts); 0 while the gate is shut or no
+     * put has looked. The gate's answer without the lock (zfi_iso_room). */
+    atomic_uint room_hint;
+    uint32_t incarnations; /* (proxy thread) */
     /* Child wake-ups decided under mu, not yet made (bury waits for none
      * before the unmapping); | WAKES_WAITED. */
     _Atomic uint32_t wakes_out;
@@ -377,6 +381,21 @@ static bool ensure_mapped(zfi_iso *iso, zf_data *d, zfi_handle h)
 
 /* ---- the worker's side: the proxy node ---- */
 
+/* The puts every input ring has room for, by this side's view (mu held;
+ * no shared line read): zfi_iso_room's hint. */
+static uint32_t inputs_room_seen(zfi_iso *iso)
+{
+    uint32_t least = UINT32_MAX;
+    for (size_t i = 0; i < iso->m.n_in; i++) {
+        const zfi_ring *r = &iso->m.in[i];
+        uint32_t lim = zfi_ring_lim(r), used = (uint32_t)(r->pos - r->seen);
+        uint32_t room = used >= lim ? 0 : lim - used;
+        if (room < least)
+            least = room;
+    }
+    return least == UINT32_MAX ? 0 : least;
+}
+
 static bool take_comps(zfi_iso *iso, bool dead);
 
 static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **dp)
@@ -421,8 +440,13 @@ static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **d
     }
     /* The gate made room for this capsule; a failure here (memory for the
      * ledger, a segment that cannot be sent) drops it, counted. */
-    if (room && ensure_mapped(iso, d, h) && zfi_ledger_add(&iso->ledger, h, d)) {
+    if (room && ensure_mapped(iso, d, h) && zfi_ledger_reserve(&iso->ledger)) {
+        /* The cell first, the entry after (reserved: it cannot fail; the
+         * child's completion of it is taken under mu, after it): the
+         * ledger's lines are not on the child's wait. */
         zfi_ring_put_meta(r, h, d->len, d->ts, d->seq);
+        ZF_IGNORE(zfi_ledger_add(&iso->ledger, h, d));
+        atomic_store_explicit(&iso->room_hint, inputs_room_seen(iso), memory_order_relaxed);
         iso->in_put++;
         *dp = NULL;
         zfi_held(-1); /* the reference is the ledger's now, not node code's */
@@ -481,6 +505,8 @@ static bool inputs_have_room(zfi_iso *iso, bool lazy)
 bool zfi_iso_room(zf_node *n)
 {
     zfi_iso *iso = n->iso;
+    if (atomic_load_explicit(&iso->room_hint, memory_order_relaxed))
+        return true; /* (a gate that shut meanwhile: proxy_on_input drops, counted) */
     bool ok = true;
     pthread_mutex_lock(&iso->mu);
     if (iso->phase != PH_UP || !iso->alive) {
@@ -695,6 +721,7 @@ static zf_err incarnate(zfi_iso *iso)
         out_unlock(iso);
         pthread_mutex_lock(&iso->mu);
         iso->alive = false;
+        atomic_store_explicit(&iso->room_hint, 0, memory_order_relaxed);
         iso->have_shm = false;
         zfi_shm_unmap(&iso->m);
         zfi_child_close(&iso->child);
@@ -1373,6 +1400,7 @@ static void run(zfi_iso *iso)
             hung_at_stop = iso->phase == PH_UP && atomic_load(&iso->hung) && since && since < now &&
                            now - since > (uint64_t)limit;
             iso->phase = PH_FINISHING;
+            atomic_store_explicit(&iso->room_hint, 0, memory_order_relaxed);
             iso->deadline = now_ns() + (uint64_t)zfi_lifecycle_bound_ns(n);
             say(iso, ZFI_MSG_FINI, NULL, 0, -1);
         }
@@ -1459,6 +1487,7 @@ static bool bury(zfi_iso *iso, char *why, size_t len)
     zfi_evc_kick_shared(&iso->m.ctl->to_workers);
     pthread_mutex_lock(&iso->mu);
     iso->alive = false; /* the gate closes; proxy_on_input drops */
+    atomic_store_explicit(&iso->room_hint, 0, memory_order_relaxed);
     enum phase ph = iso->phase;
     pthread_mutex_unlock(&iso->mu);
     /* No wake-up is decided from here (the gate is closed): those in flight

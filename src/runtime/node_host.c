@@ -52,7 +52,8 @@ typedef struct zfi_host {
     size_t arena_reserved, arena_mapped;
     large_map *large;
     size_t n_large;
-    pthread_mutex_t mu; /* the rings (a node's own threads may send too) */
+    pthread_mutex_t mu; /* the output, completion and loan rings (a node's own threads send and
+                           release too); the input rings are the main thread's */
     zfi_node nd;
     zf_flow flow;
     zf_instance inst;
@@ -357,18 +358,15 @@ static void push(zfi_ring *r, uint64_t h, uint64_t len)
 /* ---- capsules ---- */
 
 /* An input waits (the child has work: it does not linger). The input
- * rings' private positions are the main thread's (it takes under mu): a
- * node's own thread sending reads them under mu. */
+ * rings are the main thread's alone (it takes without a lock: operator_loop):
+ * a node's own thread answers yes, which only means it does not linger. */
 static bool input_waiting(void)
 {
-    bool mine = pthread_equal(pthread_self(), H.main_thread);
+    if (!pthread_equal(pthread_self(), H.main_thread))
+        return true;
     bool any = false;
-    if (!mine)
-        pthread_mutex_lock(&H.mu);
     for (size_t i = 0; i < H.m.n_in && !any; i++)
         any = zfi_ring_ready(&H.m.in[i]);
-    if (!mine)
-        pthread_mutex_unlock(&H.mu);
     return any;
 }
 
@@ -488,6 +486,7 @@ static zf_err host_alloc(size_t len, zf_data **out)
         pthread_mutex_lock(&H.mu);
         int k = zfi_ring_take(&H.m.loan, &h, &cap);
         pthread_mutex_unlock(&H.mu);
+        atomic_thread_fence(memory_order_seq_cst); /* (its head, then the runtime's words) */
         if (k < 0)
             die("node host: the loan ring's tail is inconsistent");
         if (k == 0) {
@@ -634,6 +633,26 @@ static bool work_ready(void *arg)
     return false;
 }
 
+/* After a take from input ring i: if the runtime waits for room, tell it
+ * once no more than its low mark waits (hysteresis: not a wake-up per
+ * cell; a wake-up above the mark finds too little room and sleeps again, a
+ * futex round trip per message). The fence pairs the take's store of the
+ * head with the runtime's seq_cst store of room_wanted and its look at the
+ * head after. (The tail may lag one cell behind what was taken: 0 waiting;
+ * the tail and the limit are read only when the runtime waits: that line
+ * is the runtime's.) */
+static void room_told(size_t i)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (!atomic_load_explicit(&H.m.ctl->rt.room_wanted, memory_order_relaxed))
+        return;
+    zfi_ring_load_lim(&H.m.in[i]); /* its low mark (on the tail's line too) */
+    uint64_t waiting =
+        atomic_load_explicit(&H.m.in[i].s->tail, memory_order_relaxed) - H.m.in[i].pos;
+    if (waiting <= zfi_ring_low(&H.m.in[i]) || waiting == UINT64_MAX)
+        zfi_evc_notify_shared(&H.m.ctl->to_rt);
+}
+
 static void operator_loop(void)
 {
     zf_node *n = &H.node;
@@ -653,32 +672,20 @@ static void operator_loop(void)
              * waits for). */
             if (!zfi_ring_ready(&H.m.in[i]))
                 continue;
-            pthread_mutex_lock(&H.mu);
+            /* Without mu: the input rings are this thread's alone, and no
+             * locked instruction may come between the take and on_input
+             * (it would wait for the head's line: room_told's fence comes
+             * after the callback). */
             int got = zfi_ring_take_meta(&H.m.in[i], &h, &len, &ts, &seq);
-            pthread_mutex_unlock(&H.mu);
             if (got < 0)
                 die("node host: input ring %zu's tail is inconsistent", i);
             if (!got)
                 continue;
-            /* The runtime waits for room: tell it once no more than its
-             * low mark waits (hysteresis: not a wake-up per cell; a wake-up
-             * above the mark finds too little room and sleeps again, a
-             * futex round trip per message). */
-            /* (the tail may lag one cell behind what was taken: 0 waiting;
-             * read only when the runtime waits: its line is the runtime's) */
-            if (atomic_load_explicit(&H.m.ctl->rt.room_wanted, memory_order_seq_cst)) {
-                pthread_mutex_lock(&H.mu);
-                zfi_ring_load_lim(&H.m.in[i]); /* its low mark (on the tail's line too) */
-                pthread_mutex_unlock(&H.mu);
-                uint64_t waiting =
-                    atomic_load_explicit(&H.m.in[i].s->tail, memory_order_relaxed) - H.m.in[i].pos;
-                if (waiting <= zfi_ring_low(&H.m.in[i]) || waiting == UINT64_MAX)
-                    zfi_evc_notify_shared(&H.m.ctl->to_rt);
-            }
             catch_up();
             zf_data *d = NULL;
             if (wrap_input(h, len, ts, seq, &d) != ZF_OK) {
                 release_handle((void *)(uintptr_t)h);
+                room_told(i);
                 continue;
             }
             did = true;
@@ -687,6 +694,7 @@ static void operator_loop(void)
             busy(true);
             zf_err e = n->decl->on_input(n->state, n, (unsigned)n->lib.in_map[i], &d);
             busy(false);
+            room_told(i); /* (after the callback: its fence waits for the head's line) */
             if (d)
                 zf_data_unref(d);
             if (e != ZF_OK)
