@@ -113,6 +113,7 @@ struct zf_link {
     uint64_t max_bytes;
     zfi_link_hook on_data, on_room;
     void *data_arg, *room_arg;
+    bool pub_release; /* the asymmetric barrier is there: release_pub */
 
     /* The producers' line: written by producers only. */
     _Alignas(ZFI_CACHELINE) _Atomic uint64_t tail;
@@ -200,6 +201,8 @@ zf_err zf_link_create(const zf_link_config *cfg, zf_link **out)
     l->capacity = cap;
     l->max_bytes = cfg->max_bytes;
     l->policy = cfg->policy;
+    zfi_asym_init();
+    l->pub_release = zfi_asym_ok();
     zfi_evc_init(&l->data_evc);
     zfi_evc_init(&l->room_evc);
     pthread_mutex_init(&l->spill_mu, NULL);
@@ -316,11 +319,38 @@ void zfi_link_own(zf_link *l)
     atomic_store(&l->cons_mode, SIDE_OWNED);
 }
 
+/* Whether a push may publish its cell with release order rather than
+ * seq_cst: a link nobody's node consumes (no on_data hook: the public API's
+ * threads), where the asymmetric barrier is there. A seq_cst store waits
+ * for the cell's line, which a consumer keeping up reads all the time:
+ * that wait was most of a streaming push (perf: 62 % of zf_link_push on
+ * the xchg, zf-bench hop 64 B). What the order was for: a consumer about
+ * to sleep on data_evc announces itself, then looks at the cell; the
+ * producer publishes, then reads the announcement. With release, the
+ * sleeper runs the process-wide barrier between the two (zfi_asym_barrier:
+ * the rare side; it has spun 50 us first), so one of the two sees the
+ * other. A node's hook (zfi_node_notify) pairs with the publication
+ * through a state the consumer node moves with plain stores: those links
+ * keep seq_cst, and a hook installed while a push was on its way is
+ * called after a fence (after_push). */
+static inline bool release_pub(zf_link *l)
+{
+    return l->pub_release && !__atomic_load_n(&l->on_data, __ATOMIC_RELAXED);
+}
+
+static inline void publish(cell *c, uint64_t word, bool rel)
+{
+    if (rel)
+        atomic_store_explicit(&c->word, word, memory_order_release);
+    else
+        atomic_store_explicit(&c->word, word, memory_order_seq_cst);
+}
+
 /* The owning producer's put (its side owned, no closed bit: a close shares
  * the side first): the same as the shared put below, with a plain store of
  * tail for the compare-and-swap. The publication stays seq_cst (the
  * wake-up checks after it pair with it). */
-static inline bool owned_put(zf_link *l, zfi_handle h, uint64_t len)
+static inline bool owned_put(zf_link *l, zfi_handle h, uint64_t len, bool rel)
 {
     uint64_t p = atomic_load_explicit(&l->tail, memory_order_relaxed);
     if (ZFI_UNLIKELY((int64_t)(p - atomic_load_explicit(&l->head_seen, memory_order_acquire)) >
@@ -333,7 +363,7 @@ static inline bool owned_put(zf_link *l, zfi_handle h, uint64_t len)
     atomic_store_explicit(&l->tail, p + 1, memory_order_relaxed);
     cell *c = &l->cells[p & l->mask];
     atomic_store_explicit(&c->h, h, memory_order_relaxed);
-    atomic_store_explicit(&c->word, cell_word(p, len), memory_order_seq_cst);
+    publish(c, cell_word(p, len), rel);
     return true;
 }
 
@@ -345,11 +375,11 @@ static inline bool owned_put(zf_link *l, zfi_handle h, uint64_t len)
  * why the consumer writes no cell back). seq_cst reservation and publication: close's bit, the
  * end-of-stream test and the wake-up checks that follow (waiters, the consumer node's state) pair
  * with them. False when full or closed. */
-static inline bool ring_put(zf_link *l, zfi_handle h, uint64_t len, bool refill, bool own)
+static inline bool ring_put(zf_link *l, zfi_handle h, uint64_t len, bool refill, bool own, bool rel)
 {
     if (own) {
         if (ZFI_LIKELY(owner_enter(&l->prod_mode, &l->prod_busy))) {
-            bool ok = owned_put(l, h, len);
+            bool ok = owned_put(l, h, len, rel);
             owner_leave(&l->prod_busy);
             return ok;
         }
@@ -378,7 +408,7 @@ static inline bool ring_put(zf_link *l, zfi_handle h, uint64_t len, bool refill,
                                                   memory_order_relaxed)) {
             cell *c = &l->cells[p & l->mask];
             atomic_store_explicit(&c->h, h, memory_order_relaxed);
-            atomic_store_explicit(&c->word, cell_word(p, len), memory_order_seq_cst);
+            publish(c, cell_word(p, len), rel);
             return true;
         }
     }
@@ -574,13 +604,14 @@ static bool spill_append_locked(zf_link *l, zfi_handle h)
 static zf_err enqueue(zf_link *l, zfi_handle h, uint64_t len, bool own)
 {
     if (ZFI_LIKELY(!atomic_load_explicit(&l->spill_n, memory_order_relaxed)) &&
-        ring_put(l, h, len, false, own))
+        ring_put(l, h, len, false, own, false))
         return ZF_OK;
     pthread_mutex_lock(&l->spill_mu);
     zf_err e = ZF_OK;
     if (atomic_load_explicit(&l->tail, memory_order_relaxed) & TAIL_CLOSED)
         e = ZF_ECLOSED;
-    else if (!(l->spill_len == 0 && ring_put(l, h, len, false, own)) && !spill_append_locked(l, h))
+    else if (!(l->spill_len == 0 && ring_put(l, h, len, false, own, false)) &&
+             !spill_append_locked(l, h))
         e = ZF_ENOMEM;
     pthread_mutex_unlock(&l->spill_mu);
     return e;
@@ -597,7 +628,7 @@ static void spill_refill(zf_link *l)
         if (!d)
             zfi_fatal("link", "a link's spill list holds handle 0x%llx, which names no capsule",
                       (unsigned long long)h);
-        if (!ring_put(l, h, d->len, true, false))
+        if (!ring_put(l, h, d->len, true, false, false))
             break;
         l->spill_head = (l->spill_head + 1) % l->spill_cap;
         l->spill_len--;
@@ -668,12 +699,16 @@ static inline __attribute__((always_inline)) void after_take(zf_link *l)
         l->on_room(l->room_arg);
 }
 
-static inline void after_push(zf_link *l)
+/* rel: the cell was published with release order (release_pub). */
+static inline void after_push(zf_link *l, bool rel)
 {
     zfi_evc_notify(&l->data_evc);
     zfi_link_hook hook = __atomic_load_n(&l->on_data, __ATOMIC_ACQUIRE);
-    if (hook)
+    if (hook) {
+        if (ZFI_UNLIKELY(rel))
+            atomic_thread_fence(memory_order_seq_cst); /* installed since: as seq_cst */
         hook(l->data_arg);
+    }
 }
 
 /* ---- push ---- */
@@ -681,14 +716,15 @@ static inline void after_push(zf_link *l)
 /* A capsule of len bytes is in: count it, refresh the high water, wake the
  * consumer. Inlined whole: called out of line, it cost the fast push 6
  * more instructions of its 120 (callgrind, zf-bench stage). */
-static inline __attribute__((always_inline)) zf_err pushed(zf_link *l, uint64_t len, bool own)
+static inline __attribute__((always_inline)) zf_err pushed(zf_link *l, uint64_t len, bool own,
+                                                           bool rel)
 {
     if (own)
         bump(&l->bytes_in, len);
-    else
+    else if (!rel)
         atomic_fetch_add_explicit(&l->bytes_in_x, len, memory_order_relaxed);
     after_put(l);
-    after_push(l);
+    after_push(l, rel);
     return ZF_OK;
 }
 
@@ -788,7 +824,7 @@ static __attribute__((noinline)) zf_err push_slow(zf_link *l, zf_data **d, enum 
         zf_data_unref(c);
         return zfi_error(ZF_ENOMEM, "link: out of memory holding a burst past its ring");
     }
-    return pushed(l, len, own);
+    return pushed(l, len, own, false);
 closed:
     if (*park) { /* parked for room on a link that takes nothing more */
         *park = false;
@@ -797,7 +833,7 @@ closed:
     *d = NULL;
     atomic_fetch_add_explicit(&l->dropped, 1, memory_order_relaxed);
     zf_data_unref(c);
-    after_push(l);
+    after_push(l, false);
     return zfi_error(ZF_ECLOSED, "link closed; capsule dropped");
 }
 
@@ -821,10 +857,19 @@ push(zf_link *l, zf_data **d, enum push_mode mode, int64_t timeout_ns, bool own,
         t - atomic_load_explicit(&l->head_seen, memory_order_relaxed) >= l->capacity)
         return push_slow(l, d, mode, timeout_ns, own, park);
     uint64_t len = c->len;
-    if (ZFI_UNLIKELY(!ring_put(l, zfi_handle_of(c), len, false, own)))
+    bool rel = release_pub(l);
+    /* Published with release, a locked add after the cell would wait for
+     * the cell's line (the store is still in the buffer): counted before,
+     * taken back if the ring refuses (the count errs towards full). */
+    if (rel && !own)
+        atomic_fetch_add_explicit(&l->bytes_in_x, len, memory_order_relaxed);
+    if (ZFI_UNLIKELY(!ring_put(l, zfi_handle_of(c), len, false, own, rel))) {
+        if (rel && !own)
+            atomic_fetch_sub_explicit(&l->bytes_in_x, len, memory_order_relaxed);
         return push_slow(l, d, mode, timeout_ns, own, park);
+    }
     *d = NULL;
-    return pushed(l, len, own);
+    return pushed(l, len, own, rel);
 }
 
 zf_err zf_link_push(zf_link *l, zf_data **d, int64_t timeout_ns)
@@ -951,6 +996,8 @@ zf_err zf_link_pop(zf_link *l, zf_data **out, int64_t timeout_ns)
     /* Park. */
     for (;;) {
         uint32_t key = zfi_evc_prepare(&l->data_evc);
+        if (l->pub_release)
+            zfi_asym_barrier(); /* (a push publishes with release: release_pub) */
         zf_err e = zf_link_try_pop(l, out);
         if (e != ZF_EAGAIN) {
             zfi_evc_cancel(&l->data_evc);
@@ -989,7 +1036,7 @@ void zf_link_close(zf_link *l)
     zfi_evc_notify(&l->room_evc);
     if (atomic_exchange(&l->room_wanted, 0) && l->on_room)
         l->on_room(l->room_arg);
-    after_push(l);
+    after_push(l, false);
 }
 
 void zf_link_stats_get(const zf_link *cl, zf_link_stats *out)
@@ -1096,6 +1143,8 @@ static bool wait_reserved(zf_link *l, uint64_t deadline)
         if (now >= deadline)
             return false;
         uint32_t key = zfi_evc_prepare(&l->data_evc);
+        if (l->pub_release)
+            zfi_asym_barrier(); /* (release_pub) */
         if (head_published(l) ||
             tail_pos(l) == atomic_load_explicit(&l->head, memory_order_seq_cst))
             zfi_evc_cancel(&l->data_evc);

@@ -276,15 +276,18 @@ static inline void zfi_ring_put(zfi_ring *r, uint64_t h, uint64_t len)
 
 /* ---- the consumer side ---- */
 
-/* Take the next cell: 1 taken, 0 empty, -1 the producer's tail is not a
- * tail this ring can have (past a full ring ahead, or behind), or says
- * published what the cell does not. The head is stored with release
- * order, not seq_cst: a locked store would wait here for the head's line,
- * which the producer reads now and then, before the consumer can use the
- * cell. A consumer that then looks whether the producer waits for room
- * (a flag, a cell) fences first: zfi_ring_was_full does. */
-static inline int zfi_ring_take_meta(zfi_ring *r, uint64_t *h, uint64_t *len, uint64_t *ts,
-                                     uint64_t *seq)
+/* Taking a cell: 1 taken, 0 empty, -1 the producer's tail is not a tail
+ * this ring can have (past a full ring ahead, or behind), or says published
+ * what the cell does not. The head is stored with release order, not
+ * seq_cst: a locked store would wait here for the head's line, which the
+ * producer reads now and then, before the consumer can use the cell. A
+ * consumer that then looks whether the producer waits for room (a flag, a
+ * cell) fences first: zfi_ring_was_full does.
+ *
+ * zfi_ring_peek: the next cell, if published (1, *cell and *len, its
+ * length word without the tag); the caller reads the fields it needs, then
+ * zfi_ring_advance. zfi_ring_take_meta and zfi_ring_take do both. */
+static inline int zfi_ring_peek(zfi_ring *r, const zfi_cell **cell, uint64_t *len)
 {
     zfi_cell *c = &r->cells[r->pos & (r->cap - 1)];
     uint64_t want = zfi_cell_tag(r, r->pos);
@@ -302,19 +305,43 @@ static inline int zfi_ring_take_meta(zfi_ring *r, uint64_t *h, uint64_t *len, ui
         if ((l & ZFI_CELL_TAG_MASK) != want)
             return -1;
     }
-    *h = atomic_load_explicit(&c->h, memory_order_relaxed);
+    *cell = c;
     *len = l & ~ZFI_CELL_TAG_MASK;
-    *ts = atomic_load_explicit(&c->ts, memory_order_relaxed);
-    *seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
-    r->pos++;
-    atomic_store_explicit(&r->s->head, r->pos, memory_order_release);
     return 1;
 }
 
+/* Past the cell zfi_ring_peek gave, its fields read: the head moves on. */
+static inline void zfi_ring_advance(zfi_ring *r)
+{
+    r->pos++;
+    atomic_store_explicit(&r->s->head, r->pos, memory_order_release);
+}
+
+/* An input cell: handle, length, stamp and sequence number. */
+static inline int zfi_ring_take_meta(zfi_ring *r, uint64_t *h, uint64_t *len, uint64_t *ts,
+                                     uint64_t *seq)
+{
+    const zfi_cell *c = NULL;
+    int k = zfi_ring_peek(r, &c, len);
+    if (k <= 0)
+        return k;
+    *h = atomic_load_explicit(&c->h, memory_order_relaxed);
+    *ts = atomic_load_explicit(&c->ts, memory_order_relaxed);
+    *seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
+    zfi_ring_advance(r);
+    return 1;
+}
+
+/* Any other cell (output, completion, loan): handle and length. */
 static inline int zfi_ring_take(zfi_ring *r, uint64_t *h, uint64_t *len)
 {
-    uint64_t ts, seq;
-    return zfi_ring_take_meta(r, h, len, &ts, &seq);
+    const zfi_cell *c = NULL;
+    int k = zfi_ring_peek(r, &c, len);
+    if (k <= 0)
+        return k;
+    *h = atomic_load_explicit(&c->h, memory_order_relaxed);
+    zfi_ring_advance(r);
+    return 1;
 }
 
 /* Whether the next cell is published. The cell alone: a waiting side

@@ -427,6 +427,20 @@ static void release_handle(void *arg)
     ring_runtime(&H.m.comp, mine, ZFI_RT_BELL | ZFI_RT_LIVE);
 }
 
+/* The capsule for block b (handle h): its payload, released through the
+ * completion ring. */
+static zf_err wrap(zf_data *b, uint64_t h, uint64_t len, uint64_t cap, bool writable, uint64_t ts,
+                   uint64_t seq, zf_data **out)
+{
+    zf_err e = zfi_data_remote((char *)b + ZFI_HDR_SIZE, len, cap, writable, release_handle,
+                               (void *)(uintptr_t)h, out);
+    if (e == ZF_OK) {
+        (*out)->ts = ts;
+        (*out)->seq = seq;
+    }
+    return e;
+}
+
 /* A block loaned to this process (writable while unique). */
 static zf_err wrap_loan(uint64_t h, uint64_t len, zf_data **out)
 {
@@ -436,13 +450,7 @@ static zf_err wrap_loan(uint64_t h, uint64_t len, zf_data **out)
     if (len > cap || cap > room)
         die("node host: a capsule of %llu bytes in a block of %llu (%zu mapped)",
             (unsigned long long)len, (unsigned long long)cap, room);
-    zf_err e = zfi_data_remote((char *)b + ZFI_HDR_SIZE, len, cap, true, release_handle,
-                               (void *)(uintptr_t)h, out);
-    if (e != ZF_OK)
-        return e;
-    (*out)->ts = b->ts;
-    (*out)->seq = b->seq;
-    return ZF_OK;
+    return wrap(b, h, len, cap, true, b->ts, b->seq, out);
 }
 
 /* A capsule delivered on an input, built from its cell (length, stamp,
@@ -458,13 +466,7 @@ static zf_err wrap_input(uint64_t h, uint64_t len, uint64_t ts, uint64_t seq, zf
     if (len > room)
         die("node host: a capsule of %llu bytes where %zu are mapped", (unsigned long long)len,
             room);
-    zf_err e = zfi_data_remote((char *)b + ZFI_HDR_SIZE, len, len, false, release_handle,
-                               (void *)(uintptr_t)h, out);
-    if (e != ZF_OK)
-        return e;
-    (*out)->ts = ts;
-    (*out)->seq = seq;
-    return ZF_OK;
+    return wrap(b, h, len, len, false, ts, seq, out);
 }
 
 static bool loan_ready(void *arg)

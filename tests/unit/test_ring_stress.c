@@ -576,6 +576,74 @@ ZT_CASE(owned_park_wake_handshake_never_loses_a_wakeup)
     park_wake(true);
 }
 
+/* A link with no node at either end (the public API's threads): a push
+ * publishes its cell with release order, and a consumer about to sleep
+ * runs the process-wide barrier first (core/link.c, release_pub). The
+ * producer pauses 35-75 us before each message, around the end of the
+ * consumer's 50 us spin, so the consumer parks at most messages and the
+ * push races its park. One lost wake-up and the pop times out. */
+typedef struct paced {
+    zf_link *l;
+    int n;
+    atomic_int failures;
+} paced;
+
+static void *paced_producer(void *arg)
+{
+    paced *c = arg;
+    unsigned seed = 12345;
+    for (int i = 0; i < c->n; i++) {
+        uint64_t pause = 35000 + (uint64_t)(rand_r(&seed) % 40000), t0 = zf_clock_ns();
+        while (zf_clock_ns() - t0 < pause)
+            zfi_cpu_relax();
+        zf_data *d = NULL;
+        if (zf_pool_alloc(pool, sizeof i, &d) != ZF_OK) {
+            atomic_fetch_add(&c->failures, 1);
+            break;
+        }
+        memcpy(zf_data_mut(&d), &i, sizeof i);
+        if (zf_link_push(c->l, &d, (int64_t)WAIT_LIMIT_NS) != ZF_OK) {
+            atomic_fetch_add(&c->failures, 1);
+            break;
+        }
+    }
+    return NULL;
+}
+
+ZT_CASE(public_pop_park_wake_never_loses_a_wakeup)
+{
+    setup();
+    zf_link_config cfg = {.capacity = 4, .policy = ZF_POLICY_BLOCK};
+    paced c = {.n = getenv("ZF_SOAK_SECONDS") ? 3000 : 10000};
+    ZT_OK(zf_link_create(&cfg, &c.l));
+    pthread_t t;
+    pthread_create(&t, NULL, paced_producer, &c);
+    int got = 0;
+    zf_err e = ZF_OK;
+    for (; got < c.n; got++) {
+        zf_data *d = NULL;
+        e = zf_link_pop(c.l, &d, (int64_t)ROOM_WAIT_NS);
+        if (e != ZF_OK)
+            break;
+        int id = -1;
+        memcpy(&id, zf_data_ptr(d), sizeof id);
+        zf_data_unref(d);
+        if (id != got) {
+            e = ZF_EINVAL;
+            break;
+        }
+    }
+    if (e != ZF_OK)
+        zf_link_close(c.l); /* (the producer's push then ends) */
+    pthread_join(t, NULL);
+    zf_link_destroy(c.l);
+    if (e == ZF_ETIMEDOUT)
+        ZT_FAIL("message %d never woke the parked consumer (a lost wake-up)", got);
+    ZT_EQ(e, ZF_OK);
+    ZT_EQ(atomic_load(&c.failures), 0);
+    ZT_EQ(got, c.n);
+}
+
 ZT_MAIN(ZT_ENTRY(block_link_every_party_nothing_lost), ZT_ENTRY(block_link_wraps_at_capacity_one),
         ZT_ENTRY(breaker_and_flush_under_load_count_everything_once),
         ZT_ENTRY(drop_oldest_with_every_party), ZT_ENTRY(drop_newest_with_every_party),
@@ -585,4 +653,5 @@ ZT_MAIN(ZT_ENTRY(block_link_every_party_nothing_lost), ZT_ENTRY(block_link_wraps
         ZT_ENTRY(owned_sides_turn_shared_under_load_nothing_lost),
         ZT_ENTRY(owned_sides_with_breaker_flush_and_close_count_everything_once),
         ZT_ENTRY(owned_drop_oldest_link_turns_shared_on_its_first_drop),
-        ZT_ENTRY(owned_park_wake_handshake_never_loses_a_wakeup))
+        ZT_ENTRY(owned_park_wake_handshake_never_loses_a_wakeup),
+        ZT_ENTRY(public_pop_park_wake_never_loses_a_wakeup))
