@@ -107,6 +107,7 @@ struct zf_node {
     int tid;                  /* the thread that last entered its code (abandoned-thread reports) */
     uint64_t last_start;      /* the previous callback's cb_word (worker only) */
     uint32_t timing_tick;     /* every BUSY_SAMPLE-th callback is timed precisely */
+    uint64_t dur_sample[2];   /* the last two of those, ns (worker only: slot_wait_long) */
     atomic_llong held;        /* references node code took and did not drop */
     atomic_int degraded;      /* ZFI_DEG_* bits */
     atomic_bool abandoned;    /* left behind at stop: never freed */
