@@ -600,11 +600,26 @@ static void report_error(zf_err e, const char *what)
     tell(ZFI_MSG_ERROR, (int32_t)e, text);
 }
 
+/* A callback starts (on) or ends: the runtime's hang watch reads the start,
+ * its stop report the count (the main thread's alone: plain stores). The
+ * start is read from the coarse clock (the kernel's tick, 1-4 ms): hang
+ * timeouts are seconds, and a precise read (~26 ns on a kvm-clock VM) came
+ * between every input's arrival and its on_input. The coarse clock is never
+ * ahead of the runtime's CLOCK_MONOTONIC. */
 static void busy(bool on)
 {
-    atomic_store_explicit(&H.m.ctl->child.busy_since, on ? zf_clock_ns() : 0, memory_order_release);
-    if (!on)
-        atomic_fetch_add_explicit(&H.m.ctl->child.callbacks, 1, memory_order_relaxed);
+    _Atomic uint64_t *since = &H.m.ctl->child.busy_since;
+    if (on) {
+        struct timespec t;
+        clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+        uint64_t ns = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+        atomic_store_explicit(since, ns ? ns : 1, memory_order_release);
+        return;
+    }
+    atomic_store_explicit(since, 0, memory_order_release);
+    _Atomic uint64_t *calls = &H.m.ctl->child.callbacks;
+    atomic_store_explicit(calls, atomic_load_explicit(calls, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
 }
 
 static void run_fini(void)
