@@ -317,7 +317,8 @@ static inline void zfi_ring_advance(zfi_ring *r)
     atomic_store_explicit(&r->s->head, r->pos, memory_order_release);
 }
 
-/* An input cell: handle, length, stamp and sequence number. */
+/* A cell's handle and length, and an input cell's stamp and sequence
+ * number (ts and seq NULL for any other cell: not read). */
 static inline int zfi_ring_take_meta(zfi_ring *r, uint64_t *h, uint64_t *len, uint64_t *ts,
                                      uint64_t *seq)
 {
@@ -326,8 +327,10 @@ static inline int zfi_ring_take_meta(zfi_ring *r, uint64_t *h, uint64_t *len, ui
     if (k <= 0)
         return k;
     *h = atomic_load_explicit(&c->h, memory_order_relaxed);
-    *ts = atomic_load_explicit(&c->ts, memory_order_relaxed);
-    *seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
+    if (ts)
+        *ts = atomic_load_explicit(&c->ts, memory_order_relaxed);
+    if (seq)
+        *seq = atomic_load_explicit(&c->seq, memory_order_relaxed);
     zfi_ring_advance(r);
     return 1;
 }
@@ -335,13 +338,7 @@ static inline int zfi_ring_take_meta(zfi_ring *r, uint64_t *h, uint64_t *len, ui
 /* Any other cell (output, completion, loan): handle and length. */
 static inline int zfi_ring_take(zfi_ring *r, uint64_t *h, uint64_t *len)
 {
-    const zfi_cell *c = NULL;
-    int k = zfi_ring_peek(r, &c, len);
-    if (k <= 0)
-        return k;
-    *h = atomic_load_explicit(&c->h, memory_order_relaxed);
-    zfi_ring_advance(r);
-    return 1;
+    return zfi_ring_take_meta(r, h, len, NULL, NULL);
 }
 
 /* Whether the next cell is published. The cell alone: a waiting side
