@@ -238,18 +238,23 @@ static inline bool zfi_ring_room(zfi_ring *r, uint32_t *room)
     return true;
 }
 
+/* Free cells by this side's last reading of the consumer's head (no
+ * shared line read; a lower bound: head only grows). */
+static inline uint32_t zfi_ring_room_seen(const zfi_ring *r)
+{
+    uint32_t lim = zfi_ring_lim(r);
+    uint64_t used = r->pos - r->seen;
+    return used < lim ? lim - (uint32_t)used : 0;
+}
+
 /* As zfi_ring_room, but the consumer's head is read only when the view
  * from its last reading shows no room (head only grows: the view errs
  * towards "full"): a send into a ring the consumer just took from makes
  * no line cross for it. For "is there room", not "how much". */
 static inline bool zfi_ring_room_lazy(zfi_ring *r, uint32_t *room)
 {
-    uint32_t lim = zfi_ring_lim(r);
-    if (r->pos - r->seen < lim) {
-        *room = lim - (uint32_t)(r->pos - r->seen);
-        return true;
-    }
-    return zfi_ring_room(r, room);
+    *room = zfi_ring_room_seen(r);
+    return *room || zfi_ring_room(r, room);
 }
 
 /* Write a cell and publish it; the caller checked the room. len must be

@@ -387,16 +387,14 @@ static uint32_t inputs_room_seen(zfi_iso *iso)
 {
     uint32_t least = UINT32_MAX;
     for (size_t i = 0; i < iso->m.n_in; i++) {
-        const zfi_ring *r = &iso->m.in[i];
-        uint32_t lim = zfi_ring_lim(r), used = (uint32_t)(r->pos - r->seen);
-        uint32_t room = used >= lim ? 0 : lim - used;
+        uint32_t room = zfi_ring_room_seen(&iso->m.in[i]);
         if (room < least)
             least = room;
     }
     return least == UINT32_MAX ? 0 : least;
 }
 
-static bool take_comps(zfi_iso *iso, bool dead);
+static bool worker_takes_comps(zfi_iso *iso);
 
 static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **dp)
 {
@@ -469,9 +467,7 @@ static zf_err proxy_on_input(void *state, zf_node *n, unsigned port, zf_data **d
     if (reclaim) {
         iso_slot *s = slot_of(iso);
         if (s && slot_trylock(s)) {
-            if (atomic_load_explicit(&iso->out_live, memory_order_relaxed) && !iso->held &&
-                !atomic_load_explicit(&iso->backlog, memory_order_relaxed))
-                take_comps(iso, false);
+            worker_takes_comps(iso);
             slot_unlock(s);
         }
     }
@@ -1068,6 +1064,17 @@ static bool take_comps(zfi_iso *iso, bool dead)
     return did;
 }
 
+/* Completions, by a worker (the slot's lock held): while the workers take
+ * the outputs; a held capsule or a backlog leaves them to the proxy thread,
+ * after its outputs. */
+static bool worker_takes_comps(zfi_iso *iso)
+{
+    if (!atomic_load_explicit(&iso->out_live, memory_order_relaxed) || iso->held ||
+        atomic_load_explicit(&iso->backlog, memory_order_relaxed))
+        return false;
+    return take_comps(iso, false);
+}
+
 /* Completions (proxy thread). */
 static bool drain_comps(zfi_iso *iso, bool dead)
 {
@@ -1147,9 +1154,7 @@ static bool iso_poll(zf_runtime *rt)
         zfi_iso *iso = atomic_load_explicit(&s->iso, memory_order_acquire);
         if (iso && atomic_load_explicit(&iso->out_live, memory_order_relaxed)) {
             did |= poll_one(iso);
-            /* (a backlog leaves them to the proxy thread, after its outputs) */
-            if (!iso->held && !atomic_load_explicit(&iso->backlog, memory_order_relaxed))
-                did |= take_comps(iso, false);
+            did |= worker_takes_comps(iso);
         }
         slot_unlock(s);
     }
