@@ -491,14 +491,30 @@ void zfi_node_notify(zf_node *n)
     if (!atomic_load_explicit(&n->inst->started, memory_order_acquire))
         return;
     int s = atomic_load_explicit(&n->sched, memory_order_acquire);
+    bool fenced = false;
     for (;;) {
         int next;
         if (s == ZFI_IDLE)
             next = ZFI_QUEUED;
         else if (s == ZFI_RUNNING)
             next = ZFI_RUNNING_NOTIFIED;
-        else
+        else if (!fenced) {
+            /* Queued, or will run again: the node's next step must see
+             * what the caller stored before this call (an ack, a cell).
+             * That step begins by storing RUNNING, then reads; this read
+             * of `sched` could have passed the caller's stores (a load
+             * may pass earlier stores, even on x86): a source that then
+             * read the old ack went idle, and the caller's wake_at_ns = 0,
+             * landing after the step's own, took the timer's safety net
+             * too (a lockstep pipeline stopped for good). The CAS above
+             * is a full barrier; this path reads again after one. */
+            atomic_thread_fence(memory_order_seq_cst);
+            fenced = true;
+            s = atomic_load_explicit(&n->sched, memory_order_acquire);
+            continue;
+        } else {
             return; /* already queued, or will run again */
+        }
         if (atomic_compare_exchange_weak_explicit(&n->sched, &s, next, memory_order_acq_rel,
                                                   memory_order_acquire)) {
             if (next != ZFI_QUEUED)

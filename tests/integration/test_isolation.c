@@ -277,6 +277,27 @@ ZT_CASE(a_waiting_source_runs_when_woken)
     }
 }
 
+/* Wakes that find the source queued or running, 20 000 of them: two
+ * grants back to back, each with its zf_node_wake, the second while the
+ * first's wake-up has the source queued (or running). A wake that found it
+ * so used to read its state before its own grant was visible to other
+ * cores: the source's next produce could read the old grant, return
+ * ZF_EAGAIN and go idle, and the wake's clearing of the safety net landed
+ * after the step's setting it: the source stopped for good (zf-bench's
+ * lockstep pipeline did, when its source's step ended at each send). */
+ZT_CASE(wakes_that_find_the_source_queued_are_not_lost)
+{
+    for (int isolated = 0; isolated < 2; isolated++) {
+        const char *ssum = zt_tmp_path("woken.json");
+        long long n = isolated ? 4000 : 20000;
+        double secs = run_woken(isolated, zt_fmt("count: %lld, burst: 2", n), NULL, "", n);
+        printf("  %s: %lld grants in pairs in %.3f s, slowest %.2f ms\n",
+               isolated ? "isolated" : "in process", n, secs,
+               (double)zt_summary(ssum, "wait_ns") / 1e6);
+        ZT_EQ(zt_summary(ssum, "sent"), n);
+    }
+}
+
 /* zf_node_wake ends a backoff too: a produce that returned ZF_OK having
  * sent nothing (backing off up to 10 ms) runs at the wake. Grants 20 ms
  * apart, so that the backoff has grown to 10 ms at each: ended by the
@@ -1037,9 +1058,9 @@ ZT_CASE(teardown)
 }
 
 ZT_MAIN(ZT_ENTRY(seed_detect_isolated), ZT_ENTRY(a_waiting_source_runs_when_woken),
-        ZT_ENTRY(a_wake_ends_a_backoff), ZT_ENTRY(a_refused_try_send_resumes_on_room),
-        ZT_ENTRY(seed_detect_isolated_pinned), ZT_ENTRY(seed_detect_isolated_python),
-        ZT_ENTRY(isolated_python_source_copies_once),
+        ZT_ENTRY(wakes_that_find_the_source_queued_are_not_lost), ZT_ENTRY(a_wake_ends_a_backoff),
+        ZT_ENTRY(a_refused_try_send_resumes_on_room), ZT_ENTRY(seed_detect_isolated_pinned),
+        ZT_ENTRY(seed_detect_isolated_python), ZT_ENTRY(isolated_python_source_copies_once),
         ZT_ENTRY(poison_message_fails_after_max_restarts),
         ZT_ENTRY(a_child_that_closes_its_control_socket_is_killed_and_says_why),
         ZT_ENTRY(garbage_in_rings_kills_the_child),

@@ -4,6 +4,8 @@
  * `gap_us` more (default 0). produce returns ZF_EAGAIN while nothing is
  * granted (`idle: ok`: ZF_OK, having sent nothing: a backoff), so the
  * runtime calls it again only when woken (or after its safety net).
+ * `burst: N` (default 1): N grants back to back, each with its own wake,
+ * then a wait (yielding, not sleeping) until produce sent them all.
  * `flood: true`: no granter, all `count` granted from the start and
  * allocated at init (an isolated produce then waits for no loan); produce
  * sends with zf_try_send and passes its ZF_EAGAIN on (an output full).
@@ -14,6 +16,7 @@
 #include <zflow/zflow.h>
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +25,7 @@
 
 typedef struct woken {
     zf_node *n;
-    int64_t count, gap_us;
+    int64_t count, gap_us, burst;
     bool idle_ok, flood;
     atomic_llong granted, sent, calls;
     _Atomic uint64_t granted_at, worst, wait_sum;
@@ -37,12 +40,26 @@ typedef struct woken {
 static void *granter(void *arg)
 {
     woken *w = arg;
-    for (long long i = 0; i < w->count && !atomic_load(&w->quit); i++) {
-        atomic_store(&w->granted_at, zf_clock_ns());
-        atomic_store(&w->granted, i + 1);
-        zf_node_wake(w->n);
-        /* until produce sent it (bounded by the stop) */
-        while (atomic_load(&w->sent) < i + 1 && !atomic_load(&w->quit) && !zf_node_stopping(w->n)) {
+    uint64_t rnd = 88172645463325252ull;
+    for (long long i = 0; i < w->count && !atomic_load(&w->quit);) {
+        /* `burst` grants, each with its wake: the second finds the source
+         * queued by the first, or running */
+        for (long long b = 0; b < w->burst && i < w->count; b++, i++) {
+            if (b > 0) { /* a few hundred ns on: the source is anywhere in its step */
+                rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+                for (uint64_t until = zf_clock_ns() + rnd % 1500; zf_clock_ns() < until;)
+                    ;
+            }
+            atomic_store_explicit(&w->granted_at, zf_clock_ns(), memory_order_relaxed);
+            atomic_store_explicit(&w->granted, i + 1, memory_order_release);
+            zf_node_wake(w->n);
+        }
+        /* until produce sent them (bounded by the stop) */
+        while (atomic_load(&w->sent) < i && !atomic_load(&w->quit) && !zf_node_stopping(w->n)) {
+            if (w->burst > 1) {
+                sched_yield(); /* (grants follow sends closely) */
+                continue;
+            }
             struct timespec ts = {0, 20000};
             nanosleep(&ts, NULL);
         }
@@ -64,12 +81,19 @@ static zf_err woken_init(zf_node *n, void **state)
     const zf_config *c = zf_node_config(n);
     if (zf_config_int(c, "count", 100, &w->count) != ZF_OK ||
         zf_config_int(c, "gap_us", 0, &w->gap_us) != ZF_OK ||
+        zf_config_int(c, "burst", 1, &w->burst) != ZF_OK ||
         zf_config_bool(c, "idle_ok", false, &w->idle_ok) != ZF_OK ||
         zf_config_bool(c, "flood", false, &w->flood) != ZF_OK ||
         zf_config_string(c, "summary", NULL, &p) != ZF_OK) {
         zf_node_set_error(n, "%s", zf_last_error());
         free(w);
         return ZF_ETYPE;
+    }
+    if (w->burst < 1) {
+        zf_node_set_error(n, "configuration 'burst' is %lld, expected 1 or more",
+                          (long long)w->burst);
+        free(w);
+        return ZF_EINVAL;
     }
     w->summary = p && *p ? strdup(p) : NULL;
     if (w->flood) {
@@ -132,7 +156,8 @@ static zf_err woken_produce(void *state, zf_node *n)
     if (e != ZF_OK)
         return e;
     memcpy(zf_data_mut(&d), &sent, 8);
-    uint64_t waited = zf_clock_ns() - atomic_load(&w->granted_at);
+    uint64_t now = zf_clock_ns(), at = atomic_load(&w->granted_at);
+    uint64_t waited = now > at ? now - at : 0; /* (a burst's next grant may be newer) */
     if (waited > atomic_load(&w->worst))
         atomic_store(&w->worst, waited);
     atomic_fetch_add(&w->wait_sum, waited);
