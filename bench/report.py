@@ -128,6 +128,13 @@ def read_meta(outdir):
     return meta
 
 
+# Limit rows measured beside a zflow benchmark, in its file (`zf-bench
+# limit,hop`: the limit just before the hop, size by size): the
+# denominator of that benchmark's ratios. BESIDE[(bench, impl, size)]
+# [(rep, file)] = result. The tables' limit rows are zf-limit.json's.
+BESIDE = {}
+
+
 def load(outdir):
     """runs[(bench, impl, size)] = [result per repetition]; machine."""
     runs, machine = {}, {}
@@ -143,7 +150,11 @@ def load(outdir):
         machine = doc.get("machine", machine)
         for r in doc.get("results", []):
             r = dict(r, rep=rep, file=os.path.relpath(path, outdir))
-            runs.setdefault((r["bench"], r["impl"], r["size"]), []).append(r)
+            key = (r["bench"], r["impl"], r["size"])
+            if r["bench"] == "limit" and os.path.basename(path) != "zf-limit.json":
+                BESIDE.setdefault(key, {})[(rep, r["file"])] = r
+                continue
+            runs.setdefault(key, []).append(r)
     return runs, machine
 
 
@@ -169,9 +180,17 @@ def get(med, series, size, field):
 
 
 def per_rep_ratios(runs, a, b, size, field="msgs_per_s"):
-    ra = {r["rep"]: r[field] for r in runs.get((a[0], a[1], size), [])}
+    """a / b per repetition; b from a's own file when it was measured
+    there (BESIDE), else from the same repetition."""
     rb = {r["rep"]: r[field] for r in runs.get((b[0], b[1], size), [])}
-    return [ra[k] / rb[k] for k in sorted(ra) if k in rb and rb[k]]
+    near = BESIDE.get((b[0], b[1], size), {})
+    out = []
+    for r in sorted(runs.get((a[0], a[1], size), []), key=lambda r: r["rep"]):
+        d = near.get((r["rep"], r["file"]))
+        v = d[field] if d else rb.get(r["rep"])
+        if v:
+            out.append(r[field] / v)
+    return out
 
 
 # ---- tables ----
@@ -471,7 +490,12 @@ rules, those of `apps/zf-bench`:
   150-250 ns on others), so absolute figures do not compare across machines. Every
   repetition also runs `zf-bench limit`, a raw ring of 8-byte cells between the same
   two pinned threads under the same rules; the "vs the limit" column gives zflow's p50
-  and messages/s as ratios to it, the median of the ratios of each repetition.
+  and messages/s as ratios to it, the median of the ratios of each repetition. The
+  hops (`zf-bench limit,hop`, with and without `--isolated`) measure the limit again
+  just before each size, and their ratios are to that one: a VM's vCPUs can be SMT
+  siblings for some minutes and not for the next (the limit's p50 80 ns, then 300),
+  and a ratio across that change measures the hypervisor. The limit rows of the
+  tables are the repetition's own `zf-bench limit` run.
 - Nothing draws random numbers; the order of the runs is fixed.
 """
 
