@@ -10,7 +10,9 @@ typedef void (*zfi_link_hook)(void *arg);
 /* on_data(arg) runs after every push and on close (the consumer has work);
  * on_room(arg) runs when a link that parked its producer is back under
  * capacity (once per zfi_link_want_room that returned false, or per park).
- * Set before use. */
+ * Each runs after a full barrier (the push's seq_cst publication or a
+ * fence; the exchange of room_wanted): nothing the caller stored before
+ * is still in its store buffer. Set before use. */
 void zfi_link_set_hooks(zf_link *l, zfi_link_hook on_data, void *data_arg, zfi_link_hook on_room,
                         void *room_arg);
 /* Only on_data: a consumer on a thread of its own that handles a push on

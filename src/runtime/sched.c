@@ -483,7 +483,10 @@ void zfi_sched_tick(zf_runtime *rt)
         zfi_evc_notify_one(&rt->q_evc);
 }
 
-void zfi_node_notify(zf_node *n)
+/* fenced: the caller ran a full barrier after its last store (the link
+ * hooks: core/link.h); otherwise a wake that finds the node queued or
+ * running runs one (below). */
+static inline void notify(zf_node *n, bool fenced)
 {
     /* Before the instance starts (a source's own thread may send from
      * init) nothing runs: capsules wait in the links, and start notifies
@@ -491,7 +494,6 @@ void zfi_node_notify(zf_node *n)
     if (!atomic_load_explicit(&n->inst->started, memory_order_acquire))
         return;
     int s = atomic_load_explicit(&n->sched, memory_order_acquire);
-    bool fenced = false;
     for (;;) {
         int next;
         if (s == ZFI_IDLE)
@@ -541,14 +543,19 @@ void zfi_node_notify(zf_node *n)
     }
 }
 
+void zfi_node_notify(zf_node *n)
+{
+    notify(n, false);
+}
+
 void zfi_node_on_data(void *node)
 {
-    zfi_node_notify(node);
+    notify(node, true);
 }
 
 void zfi_node_on_room(void *node)
 {
-    zfi_node_notify(node);
+    notify(node, true);
 }
 
 /* ---- running a node ---- */
