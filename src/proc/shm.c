@@ -21,18 +21,19 @@ zfi_spin *zfi_spin_start(zfi_spin *s, zfi_spin *tmp, uint64_t now, uint64_t budg
     s->t0 = s->look = now;
     s->budget = budget < budget_ns ? budget : budget_ns;
     s->i = 0;
-    s->parked = false;
     return s;
 }
 
-/* A sign that spinning does not pay: park for a while, longer at each
- * sign in a row (proc/shm.h). */
+/* A sign that spinning does not pay: park for a while, twice as long as
+ * last time when the last calm ended less than ZFI_SPIN_CALM_RESET_NS ago
+ * (proc/shm.h). */
 static bool calm_down(zfi_spin *s, uint64_t now)
 {
-    uint64_t d = s->calm_ns ? s->calm_ns : ZFI_SPIN_CALM_MIN_NS;
+    uint64_t d = ZFI_SPIN_CALM_MIN_NS;
+    if (s->calm && now - s->calm < ZFI_SPIN_CALM_RESET_NS)
+        d = 2 * s->calm_ns < ZFI_SPIN_CALM_NS ? 2 * s->calm_ns : ZFI_SPIN_CALM_NS;
     s->calm = now + d;
-    s->calm_ns = 2 * d < ZFI_SPIN_CALM_NS ? 2 * d : ZFI_SPIN_CALM_NS;
-    s->parked = true;
+    s->calm_ns = d;
     return false;
 }
 
@@ -46,7 +47,6 @@ bool zfi_spin_again(zfi_spin *s)
         if (now - s->t0 > s->budget) {
             if (s->budget > ZFI_SPIN_MIN_NS)
                 return calm_down(s, now); /* spun in vain */
-            s->parked = true;
             return false;
         }
     }
@@ -57,8 +57,6 @@ bool zfi_spin_again(zfi_spin *s)
 void zfi_spin_hit(zfi_spin *s)
 {
     uint64_t now = zf_clock_ns();
-    if (!s->parked && s->budget > ZFI_SPIN_MIN_NS)
-        s->calm_ns = 0; /* a long spin paid: the next sign parks it for the least */
     uint64_t gap = s->last && now > s->last ? now - s->last : ZFI_SPIN_DENSE_NS;
     if (gap > 4ull * ZFI_SPIN_DENSE_NS)
         gap = 4ull * ZFI_SPIN_DENSE_NS; /* one long pause weighs as much as a few short gaps */

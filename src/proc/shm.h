@@ -150,27 +150,28 @@ typedef struct zfi_shm {
  *   signs of it: a spin of ZFI_SPIN_MAX_NS that ended with nothing, and a
  *   spin that lost the CPU for ZFI_SPIN_LOST_NS. Either makes the waiter
  *   park after ZFI_SPIN_MIN_NS for a while, then try again: 1 ms
- *   (ZFI_SPIN_CALM_MIN_NS) the first time, twice as long at each sign
- *   that follows with no spin paying between, up to ZFI_SPIN_CALM_NS. One
+ *   (ZFI_SPIN_CALM_MIN_NS), or twice the last time when the last calm
+ *   ended less than ZFI_SPIN_CALM_RESET_NS ago (signs in a row: the CPUs
+ *   stay taken), up to ZFI_SPIN_CALM_NS. One
  *   sign alone (the host took the CPU once, a lockstep path paused once)
  *   used to make it park for 20 ms: every message meanwhile paid a futex
  *   wake-up, ~13 us against ~0.5 (a 100 MiB isolated hop's whole
  *   measurement, 250 messages, measured 13.6 us p50 in one run of five).
  *
  * One waiter owns a zfi_spin (no atomics); zero-initialised is ready. */
-#define ZFI_SPIN_MIN_NS      2000u
-#define ZFI_SPIN_MAX_NS      50000u
-#define ZFI_SPIN_DENSE_NS    100000u
-#define ZFI_SPIN_LOST_NS     200000u
-#define ZFI_SPIN_CALM_MIN_NS 1000000u
-#define ZFI_SPIN_CALM_NS     20000000u
+#define ZFI_SPIN_MIN_NS        2000u
+#define ZFI_SPIN_MAX_NS        50000u
+#define ZFI_SPIN_DENSE_NS      100000u
+#define ZFI_SPIN_LOST_NS       200000u
+#define ZFI_SPIN_CALM_MIN_NS   1000000u
+#define ZFI_SPIN_CALM_NS       20000000u
+#define ZFI_SPIN_CALM_RESET_NS 100000000u
 
 typedef struct zfi_spin {
     uint64_t last;    /* when the last wait ended in an arrival (0: none yet) */
     uint64_t gap;     /* the recent gap between arrivals, ns (an average) */
     uint64_t calm;    /* spin ZFI_SPIN_MIN_NS only until then (the CPUs are taken) */
-    uint64_t calm_ns; /* the next such time (0: ZFI_SPIN_CALM_MIN_NS) */
-    bool parked;      /* this wait's spin ended without an arrival */
+    uint64_t calm_ns; /* the last such time */
     uint64_t t0;      /* this wait: its start, its budget, its last look */
     uint64_t budget;
     uint64_t look;

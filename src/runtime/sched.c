@@ -509,7 +509,11 @@ static inline void notify(zf_node *n, bool fenced)
              * read the old ack went idle, and the caller's wake_at_ns = 0,
              * landing after the step's own, took the timer's safety net
              * too (a lockstep pipeline stopped for good). The CAS above
-             * is a full barrier; this path reads again after one. */
+             * is a full barrier; this path reads again after one. (The
+             * step's side is its seq_cst store of RUNNING, a full barrier
+             * on x86: xchg, or mov and mfence. C11 alone would also want
+             * the step's reads after it seq_cst; on AArch64 the seq_cst
+             * loads that follow it, halted and abandoned, keep the order.) */
             atomic_thread_fence(memory_order_seq_cst);
             fenced = true;
             s = atomic_load_explicit(&n->sched, memory_order_acquire);
