@@ -491,8 +491,16 @@ static inline void notify(zf_node *n, bool fenced)
     /* Before the instance starts (a source's own thread may send from
      * init) nothing runs: capsules wait in the links, and start notifies
      * every node. A node never runs before every init has. */
-    if (!atomic_load_explicit(&n->inst->started, memory_order_acquire))
-        return;
+    if (!atomic_load_explicit(&n->inst->started, memory_order_acquire)) {
+        if (fenced)
+            return;
+        /* (the start notifies every node after storing `started`: as
+         * below, this read must not pass the caller's stores) */
+        atomic_thread_fence(memory_order_seq_cst);
+        fenced = true;
+        if (!atomic_load_explicit(&n->inst->started, memory_order_acquire))
+            return;
+    }
     int s = atomic_load_explicit(&n->sched, memory_order_acquire);
     for (;;) {
         int next;
