@@ -179,9 +179,9 @@ def get(med, series, size, field):
     return m[field] if m else None
 
 
-def per_rep_ratios(runs, a, b, size, field="msgs_per_s"):
-    """a / b per repetition; b from a's own file when it was measured
-    there (BESIDE), else from the same repetition."""
+def denominators(runs, a, b, size, field):
+    """[(row of a, b's value)] per repetition, in order: b from a's own file
+    when it was measured there (BESIDE), else from the same repetition."""
     rb = {r["rep"]: r[field] for r in runs.get((b[0], b[1], size), [])}
     near = BESIDE.get((b[0], b[1], size), {})
     out = []
@@ -189,16 +189,19 @@ def per_rep_ratios(runs, a, b, size, field="msgs_per_s"):
         d = near.get((r["rep"], r["file"]))
         v = d[field] if d else rb.get(r["rep"])
         if v:
-            out.append(r[field] / v)
+            out.append((r, v))
     return out
 
 
+def per_rep_ratios(runs, a, b, size, field="msgs_per_s"):
+    """a / b per repetition (denominators)."""
+    return [r[field] / v for r, v in denominators(runs, a, b, size, field)]
+
+
 def limit_of(med, runs, a, size, field):
-    """The limit a's ratios are taken against at `size` (the median of the
-    rows beside a's, else the repetitions' own limit run)."""
-    near = BESIDE.get((LIMIT[0], LIMIT[1], size), {})
-    vs = [near[(r["rep"], r["file"])][field] for r in runs.get((a[0], a[1], size), [])
-          if (r["rep"], r["file"]) in near]
+    """The limit a's ratios are taken against at `size`: the median of its
+    denominators, else the repetitions' own limit run."""
+    vs = [v for _, v in denominators(runs, a, LIMIT, size, field)]
     return statistics.median(vs) if vs else get(med, LIMIT, size, field)
 
 

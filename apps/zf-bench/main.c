@@ -74,6 +74,12 @@ static bool wants(const char *which, const char *name)
     return false;
 }
 
+/* hop, in process or (--isolated) across a process boundary */
+static int hop(const bench_opts *o, bench_result *res, size_t *n)
+{
+    return o->isolated ? bench_hop_isolated(o, res, n) : bench_hop(o, false, res, n);
+}
+
 int main(int argc, char **argv)
 {
     bench_opts o = {.seconds = 1.0,
@@ -133,12 +139,12 @@ int main(int argc, char **argv)
             one.sizes[0] = o.sizes[i];
             one.n_sizes = 1;
             RUN(bench_limit(&one, res, &n));
-            RUN(one.isolated ? bench_hop_isolated(&one, res, &n) : bench_hop(&one, false, res, &n));
+            RUN(hop(&one, res, &n));
         }
     } else if (wants(which, "limit")) {
         RUN(bench_limit(&o, res, &n));
     } else if (wants(which, "hop")) {
-        RUN(o.isolated ? bench_hop_isolated(&o, res, &n) : bench_hop(&o, false, res, &n));
+        RUN(hop(&o, res, &n));
     }
     if (wants(which, "copy"))
         RUN(bench_hop(&o, true, res, &n));

@@ -425,11 +425,13 @@ static zf_node *runq_pop_idle(zf_runtime *rt)
 /* A node put in a worker's run-next slot runs when that worker's callback
  * returns. A sleeping worker is woken to take it only when that wait may
  * be long: here, when the node sending took SLOT_WAKE_NS or more in each
- * of its last two timed callbacks or this callback began a tick ago; in a step, when it goes on to
- * another callback; and by the timer, when a slot has held the same node for a tick. Waking one at
- * every fill, for a node the sender ran itself microseconds later, cost a futex call and a context
- * switch per message in lockstep, and the woken worker then competed for the 2 vCPUs with the
- * threads that had the work (docs/isolation.md, "Waiting"). */
+ * of its last two timed callbacks or this callback began a tick ago; in a
+ * step, when it goes on to another callback; and by the timer, when a slot
+ * has held the same node for a tick. Waking one at every fill, for a node
+ * the sender ran itself microseconds later, cost a futex call and a
+ * context switch per message in lockstep, and the woken worker then
+ * competed for the 2 vCPUs with the threads that had the work
+ * (docs/isolation.md, "Waiting"). */
 #define SLOT_WAKE_NS 50000u
 
 static bool slot_wait_long(zf_runtime *rt)
@@ -488,46 +490,38 @@ void zfi_sched_tick(zf_runtime *rt)
  * running runs one (below). */
 static inline void notify(zf_node *n, bool fenced)
 {
-    /* Before the instance starts (a source's own thread may send from
-     * init) nothing runs: capsules wait in the links, and start notifies
-     * every node. A node never runs before every init has. */
-    if (!atomic_load_explicit(&n->inst->started, memory_order_acquire)) {
-        if (fenced)
-            return;
-        /* (the start notifies every node after storing `started`: as
-         * below, this read must not pass the caller's stores) */
-        atomic_thread_fence(memory_order_seq_cst);
-        fenced = true;
-        if (!atomic_load_explicit(&n->inst->started, memory_order_acquire))
-            return;
-    }
-    int s = atomic_load_explicit(&n->sched, memory_order_acquire);
     for (;;) {
+        /* Before the instance starts (a source's own thread may send from
+         * init) nothing runs: capsules wait in the links, and start
+         * notifies every node. A node never runs before every init has. */
+        int s = atomic_load_explicit(&n->inst->started, memory_order_acquire)
+                    ? atomic_load_explicit(&n->sched, memory_order_acquire)
+                    : -1;
         int next;
-        if (s == ZFI_IDLE)
+        if (s == ZFI_IDLE) {
             next = ZFI_QUEUED;
-        else if (s == ZFI_RUNNING)
+        } else if (s == ZFI_RUNNING) {
             next = ZFI_RUNNING_NOTIFIED;
-        else if (!fenced) {
-            /* Queued, or will run again: the node's next step must see
-             * what the caller stored before this call (an ack, a cell).
-             * That step begins by storing RUNNING, then reads; this read
-             * of `sched` could have passed the caller's stores (a load
+        } else if (fenced) {
+            return; /* not started, already queued, or will run again */
+        } else {
+            /* Not started, queued, or will run again: whoever runs the
+             * node next must see what the caller stored before this call
+             * (an ack, a cell). A step begins by storing RUNNING, then
+             * reads (the start, by storing `started`, then notifying);
+             * these reads could have passed the caller's stores (a load
              * may pass earlier stores, even on x86): a source that then
              * read the old ack went idle, and the caller's wake_at_ns = 0,
              * landing after the step's own, took the timer's safety net
-             * too (a lockstep pipeline stopped for good). The CAS above
-             * is a full barrier; this path reads again after one. (The
-             * step's side is its seq_cst store of RUNNING, a full barrier
-             * on x86: xchg, or mov and mfence. C11 alone would also want
-             * the step's reads after it seq_cst; on AArch64 the seq_cst
-             * loads that follow it, halted and abandoned, keep the order.) */
+             * too (a lockstep pipeline stopped for good). The CAS below is
+             * a full barrier; this path reads again after one. (The step's
+             * side is its seq_cst store of RUNNING, a full barrier on x86:
+             * xchg, or mov and mfence. C11 alone would also want the
+             * step's reads after it seq_cst; on AArch64 the seq_cst loads
+             * that follow it, halted and abandoned, keep the order.) */
             atomic_thread_fence(memory_order_seq_cst);
             fenced = true;
-            s = atomic_load_explicit(&n->sched, memory_order_acquire);
             continue;
-        } else {
-            return; /* already queued, or will run again */
         }
         if (atomic_compare_exchange_weak_explicit(&n->sched, &s, next, memory_order_acq_rel,
                                                   memory_order_acquire)) {
